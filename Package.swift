@@ -1,0 +1,107 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let nio: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+]
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+
+let package = Package(
+    name: "blueskyd",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "blueskyd", targets: ["blueskyd"]),
+        .executable(name: "bskyctl", targets: ["bskyctl"]),
+        .executable(name: "atproto-testbed", targets: ["atproto-testbed"]),
+        .executable(name: "blueskyd-bench", targets: ["blueskyd-bench"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-crypto.git", "3.12.3"..<"5.0.0"),
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
+        .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+    ],
+    targets: [
+        // atproto syntax: handles, DIDs, NSIDs (no dependencies).
+        .target(name: "ATSyntax"),
+        // Outbound HTTPS: one client, trust anchors, the plain-http policy.
+        .target(name: "BlueskyHTTP", dependencies: [
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            logging,
+        ] + nio),
+        // Handle and DID resolution (DNS TXT, well-known, PLC, did:web).
+        .target(name: "ATIdentity", dependencies: ["ATSyntax", "BlueskyHTTP", logging] + nio),
+        // XRPC over HTTP: method kinds from the Lexicons, legacy (app-password) sessions.
+        .target(name: "XRPC", dependencies: ["ATSyntax", "BlueskyHTTP", logging],
+                resources: [.copy("Resources/LICENSE-lexicons.txt")]),
+        // The account registry in SQLite, secrets sealed with AES-GCM.
+        .target(name: "BlueskyStore", dependencies: [
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            logging,
+        ]),
+        // JSON-RPC 2.0 messages and newline framing (Foundation only: bskyctl links it).
+        .target(name: "JSONRPC"),
+        // The Unix-socket JSON-RPC server: peer credentials, framing, ordered replies.
+        .target(name: "RPCServer", dependencies: ["JSONRPC", logging] + nio),
+        // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
+        .target(name: "BlueskyDaemon", dependencies: [
+            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer",
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "TOMLKit", package: "TOMLKit"),
+            .product(name: "HeapModule", package: "swift-collections"),
+            .product(name: "DequeModule", package: "swift-collections"),
+            logging,
+        ] + nio),
+        // bskyctl's commands: a thin JSON-RPC client over the socket.
+        .target(name: "BskyCtlKit", dependencies: [
+            "JSONRPC",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "blueskyd", dependencies: [
+            "BlueskyDaemon",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        .executableTarget(name: "bskyctl", dependencies: ["BskyCtlKit"]),
+
+        // A local AT Protocol network for tests and benchmarks: PLC, handles, PDS, over TLS.
+        .target(name: "ATTestbed", dependencies: [
+            "ATSyntax",
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "X509", package: "swift-certificates"),
+            .product(name: "SwiftASN1", package: "swift-asn1"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            logging,
+        ] + nio),
+        .executableTarget(name: "atproto-testbed", dependencies: [
+            "ATTestbed",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+        // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
+        .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC"], path: "Tests/BlueskyTesting"),
+        .executableTarget(name: "blueskyd-bench", dependencies: [
+            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ] + nio),
+
+        .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
+        .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
+        .testTarget(name: "BlueskyStoreTests", dependencies: ["BlueskyStore"]),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer", "BlueskyTesting"]),
+        .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyTesting"]),
+        .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
+    ]
+)

@@ -1,0 +1,151 @@
+import Foundation
+import NIOHTTP1
+
+/// An XRPC error answer: status plus `{"error", "message"}`.
+struct XRPCError: Error {
+    let status: HTTPResponseStatus
+    let name: String
+    let message: String?
+
+    init(_ status: HTTPResponseStatus, _ name: String, _ message: String? = nil) {
+        self.status = status
+        self.name = name
+        self.message = message
+    }
+
+    static func invalidRequest(_ message: String) -> XRPCError { XRPCError(.badRequest, "InvalidRequest", message) }
+
+    var response: TestbedResponse { .xrpcError(status, name, message) }
+}
+
+/// The PDS at `pds.<domain>`: XRPC dispatch, counting, injected failures and rate-limit headers.
+struct PDSService: Sendable {
+    let context: TestbedContext
+    let identity: IdentityEndpoints
+
+    private enum Kind: String { case query, procedure }
+
+    func handle(_ request: TestbedRequest) -> TestbedResponse {
+        guard request.path.hasPrefix("/xrpc/") else {
+            if request.path == "/" { return .text("atproto testbed PDS\n") }
+            return .xrpcError(.notFound, "NotFound", "Not Found")
+        }
+        let nsid = String(request.path.dropFirst("/xrpc/".count))
+        if nsid == "_health" { return .json(["version": "testbed"]) }
+
+        let now = context.clock.now()
+        let proxied = request.headers.first(name: "atproto-proxy") != nil
+        let (remaining, resetAt) = context.metrics.record(nsid: nsid, proxied: proxied, now: now)
+        var response: TestbedResponse
+        var retryAfter: Int?
+        if let failure = context.failures.take(nsid: nsid) {
+            let status = HTTPResponseStatus(statusCode: failure.status)
+            let name = FailureInjector.errorName(status: failure.status)
+            response = .xrpcError(status, name, "injected failure (\(failure.status) \(status.reasonPhrase))")
+            retryAfter = failure.retryAfterSeconds
+        } else {
+            do {
+                response = try dispatch(nsid: nsid, request)
+            } catch {
+                response = error.response
+            }
+        }
+        let limited = response.status == .tooManyRequests
+        response.headers.replaceOrAdd(name: "RateLimit-Limit", value: String(RequestMetrics.rateLimit))
+        response.headers.replaceOrAdd(name: "RateLimit-Remaining", value: limited ? "0" : String(remaining))
+        response.headers.replaceOrAdd(name: "RateLimit-Reset", value: String(resetAt))
+        response.headers.replaceOrAdd(
+            name: "RateLimit-Policy", value: "\(RequestMetrics.rateLimit);w=\(RequestMetrics.rateWindowSeconds)")
+        if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: String(retryAfter)) }
+        return response
+    }
+
+    private func dispatch(nsid: String, _ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
+        switch nsid {
+        case "com.atproto.server.describeServer":
+            try expect(.query, request)
+            return describeServer()
+        case "com.atproto.server.createSession":
+            try expect(.procedure, request)
+            return try createSession(request)
+        case "com.atproto.server.refreshSession":
+            try expect(.procedure, request)
+            return try refreshSession(request)
+        case "com.atproto.server.getSession":
+            try expect(.query, request)
+            return try getSession(request)
+        case "com.atproto.server.deleteSession":
+            try expect(.procedure, request)
+            return try deleteSession(request)
+        case "com.atproto.identity.resolveHandle":
+            try expect(.query, request)
+            return try resolveHandle(request)
+        case "com.atproto.repo.createRecord":
+            try expect(.procedure, request)
+            return try createRecord(request)
+        case "com.atproto.repo.getRecord":
+            try expect(.query, request)
+            return try getRecord(request)
+        case "com.atproto.repo.listRecords":
+            try expect(.query, request)
+            return try listRecords(request)
+        case "com.atproto.repo.deleteRecord":
+            try expect(.procedure, request)
+            return try deleteRecord(request)
+        case "com.atproto.repo.uploadBlob":
+            try expect(.procedure, request)
+            return try uploadBlob(request)
+        case "app.bsky.actor.getProfile":
+            try expect(.query, request)
+            return try getProfile(request)
+        case "app.bsky.feed.getTimeline":
+            try expect(.query, request)
+            return try getTimeline(request)
+        default:
+            return .xrpcError(.notImplemented, "MethodNotImplemented", "Method Not Implemented")
+        }
+    }
+
+    private func expect(_ kind: Kind, _ request: TestbedRequest) throws(XRPCError) {
+        let allowed: Bool =
+            switch kind {
+            case .query: request.method == .GET || request.method == .HEAD
+            case .procedure: request.method == .POST
+            }
+        guard allowed else {
+            let expected = kind == .query ? "GET" : "POST"
+            throw .invalidRequest("Incorrect HTTP method (\(request.method.rawValue)) expected \(expected)")
+        }
+    }
+
+    /// The JSON object body of a procedure.
+    func jsonBody(_ request: TestbedRequest) throws(XRPCError) -> [String: JSONValue] {
+        guard let object = JSONValue.parse(request.body.readableBytesView)?.objectValue else {
+            throw .invalidRequest("Request body must be a JSON object")
+        }
+        return object
+    }
+
+    func requiredString(_ name: String, in object: [String: JSONValue]) throws(XRPCError) -> String {
+        guard let value = object[name]?.stringValue else {
+            throw .invalidRequest("Input must have the property \"\(name)\"")
+        }
+        return value
+    }
+
+    func requiredParameter(_ name: String, _ request: TestbedRequest) throws(XRPCError) -> String {
+        guard let value = request.query[name], !value.isEmpty else {
+            throw .invalidRequest("Error: Params must have the property \"\(name)\"")
+        }
+        return value
+    }
+
+    /// `limit` as the lexicons define it: 1...100, default 50.
+    func limitParameter(_ request: TestbedRequest) throws(XRPCError) -> Int {
+        guard let text = request.query["limit"] else { return 50 }
+        guard let limit = Int(text), (1...100).contains(limit) else {
+            throw .invalidRequest("Error: limit must be an integer between 1 and 100")
+        }
+        return limit
+    }
+}

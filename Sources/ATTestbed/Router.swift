@@ -1,0 +1,26 @@
+/// Virtual hosts: `pds.<domain>`, `plc.<domain>`, and every other `<name>.<domain>` is a handle.
+struct Router: Sendable {
+    let context: TestbedContext
+    let identity: IdentityEndpoints
+    let pds: PDSService
+
+    init(context: TestbedContext) {
+        self.context = context
+        identity = IdentityEndpoints(context: context)
+        pds = PDSService(context: context, identity: identity)
+    }
+
+    func handle(_ request: TestbedRequest) -> TestbedResponse {
+        var response = route(request)
+        response.headers.replaceOrAdd(name: "Date", value: HTTPDate.format(context.clock.now()))
+        return response
+    }
+
+    private func route(_ request: TestbedRequest) -> TestbedResponse {
+        let host = request.host
+        if host == context.pdsHost { return pds.handle(request) }
+        if host == context.plcHost { return identity.handlePLC(request) }
+        if host.hasSuffix("." + context.domain) { return identity.handleHandleHost(request) }
+        return .text("misdirected request: no such host on this testbed", status: .misdirectedRequest)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+
+/// Everything the request handlers share. Each part guards its own state; locks are held only
+/// for in-memory work, never across I/O, and the clock's lock is the only one taken inside another.
+final class TestbedContext: Sendable {
+    let configuration: TestbedConfiguration
+    private let boundPort: Atomic<Int>
+    let clock = TestbedClock()
+    let signer = TokenSigner()
+    let accounts = AccountDirectory()
+    let metrics = RequestMetrics()
+    let failures = FailureInjector()
+    let feed = FeedIndex()
+    let tids = TIDGenerator()
+
+    init(configuration: TestbedConfiguration) {
+        self.configuration = configuration
+        boundPort = Atomic(configuration.port)
+    }
+
+    /// The listening port; set once bound (port 0 only becomes known then).
+    var port: Int {
+        get { boundPort.load(ordering: .acquiring) }
+        set { boundPort.store(newValue, ordering: .releasing) }
+    }
+
+    var domain: String { configuration.domain }
+    var pdsHost: String { "pds.\(domain)" }
+    var plcHost: String { "plc.\(domain)" }
+    /// The PDS's service DID (the `aud` of its tokens).
+    var pdsDID: String { "did:web:\(pdsHost)" }
+
+    func url(host: String) -> String {
+        port == 443 ? "https://\(host)" : "https://\(host):\(port)"
+    }
+
+    var pdsURL: String { url(host: pdsHost) }
+    var plcURL: String { url(host: plcHost) }
+
+    func handle(forName name: String) -> String { "\(name).\(domain)" }
+
+    /// did:web ids carry a non-default port percent-encoded, as the did:web spec says.
+    func webDID(forHandle handle: String) -> String {
+        port == 443 ? "did:web:\(handle)" : "did:web:\(handle)%3A\(port)"
+    }
+
+    func accessTokenLifetime(for account: AccountState) -> Duration {
+        account.accessTokenLifetime ?? configuration.accessTokenLifetime
+    }
+
+    func issueTokens(for account: AccountState, accessScope: String) -> IssuedTokens {
+        signer.issuePair(
+            did: account.did,
+            audience: pdsDID,
+            accessScope: accessScope,
+            now: clock.now(),
+            accessLifetime: accessTokenLifetime(for: account),
+            refreshLifetime: configuration.refreshTokenLifetime
+        )
+    }
+}

@@ -1,0 +1,77 @@
+import BlueskyStore
+import Foundation
+import Synchronization
+
+/// Finds account sessions by UUID, DID or handle, and knows the default account.
+///
+/// Lookups happen on every proxied call, so the index sits behind a mutex rather than an actor
+/// hop. The store stays the source of truth; this is its in-memory index.
+final class AccountRegistry: Sendable {
+    private struct Index {
+        var byID: [UUID: AccountSession] = [:]
+        var byDID: [String: UUID] = [:]
+        var byHandle: [String: UUID] = [:]
+        var defaultID: UUID?
+    }
+
+    private let index = Mutex(Index())
+
+    var count: Int { index.withLock { $0.byID.count } }
+
+    var defaultID: UUID? { index.withLock { $0.defaultID } }
+
+    var allSessions: [AccountSession] { index.withLock { Array($0.byID.values) } }
+
+    func insert(_ session: AccountSession, record: AccountRecord) {
+        index.withLock { index in
+            index.byID[record.id] = session
+            index.byDID[record.did] = record.id
+            if let handle = record.handle { index.byHandle[handle.lowercased()] = record.id }
+            if record.isDefault { index.defaultID = record.id }
+        }
+    }
+
+    /// Keeps the handle index right after a session learned a new handle.
+    func reindex(_ record: AccountRecord, previousHandle: String?) {
+        index.withLock { index in
+            if let previousHandle, index.byHandle[previousHandle.lowercased()] == record.id {
+                index.byHandle[previousHandle.lowercased()] = nil
+            }
+            if let handle = record.handle { index.byHandle[handle.lowercased()] = record.id }
+        }
+    }
+
+    @discardableResult
+    func remove(_ id: UUID) -> AccountSession? {
+        index.withLock { index in
+            guard let session = index.byID.removeValue(forKey: id) else { return nil }
+            index.byDID = index.byDID.filter { $0.value != id }
+            index.byHandle = index.byHandle.filter { $0.value != id }
+            if index.defaultID == id { index.defaultID = nil }
+            return session
+        }
+    }
+
+    func setDefault(_ id: UUID) {
+        index.withLock { $0.defaultID = id }
+    }
+
+    /// The session named by `reference` (UUID, DID or handle), or the default one when nil.
+    func session(_ reference: String?) throws(DaemonError) -> AccountSession {
+        let found: AccountSession? = index.withLock { index in
+            guard let reference else { return index.defaultID.flatMap { index.byID[$0] } }
+            if let id = UUID(uuidString: reference) { return index.byID[id] }
+            if reference.hasPrefix("did:") { return index.byDID[reference].flatMap { index.byID[$0] } }
+            let handle = reference.hasPrefix("@") ? String(reference.dropFirst()) : reference
+            return index.byHandle[handle.lowercased()].flatMap { index.byID[$0] }
+        }
+        guard let found else {
+            throw reference.map { DaemonError.accountNotFound($0) } ?? .noDefaultAccount
+        }
+        return found
+    }
+
+    func id(forDID did: String) -> UUID? {
+        index.withLock { $0.byDID[did] }
+    }
+}

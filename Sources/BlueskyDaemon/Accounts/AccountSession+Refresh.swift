@@ -1,0 +1,107 @@
+import BlueskyStore
+import Foundation
+import XRPC
+
+extension AccountSession {
+    /// Refreshes the session, or joins the refresh already in flight.
+    @discardableResult
+    func refresh() async throws(DaemonError) -> AccountSecrets {
+        try requireUsable()
+        let task: Task<AccountSecrets, any Error>
+        if let running = refreshInFlight {
+            task = running
+        } else {
+            task = Task { try await self.performRefresh() }
+            refreshInFlight = task
+        }
+        do {
+            return try await task.value
+        } catch let error as DaemonError {
+            throw error
+        } catch {
+            throw .internalError("refresh failed: \(error)")
+        }
+    }
+
+    /// The refresh itself. Runs on the actor; the rotated tokens are committed durably before
+    /// anyone can use them, and `refreshInFlight` is cleared only once the outcome is recorded.
+    private func performRefresh() async throws -> AccountSecrets {
+        defer { refreshInFlight = nil }
+        let old = try currentSecrets()
+        let store = environment.store
+        let startedAt = environment.now()
+        try store.markRefreshStarted(id: id, at: startedAt)
+        let session: LegacySession
+        do {
+            session = try await environment.sessions.refreshSession(pds: try pdsURL(), refreshJwt: old.refreshToken)
+        } catch {
+            throw try await recordFailure(error)
+        }
+        guard session.did == record.did else {
+            throw try await recordFailure(.rejected("the server returned a session for \(session.did), not \(record.did)"))
+        }
+        var secrets = old
+        secrets.accessToken = session.accessJwt
+        secrets.refreshToken = session.refreshJwt
+        let now = environment.now()
+        try store.saveRefreshedSession(id: id, secrets: secrets, accessExpiresAt: session.accessExpiresAt,
+                                       refreshExpiresAt: session.refreshExpiresAt, at: now)
+        var updated = record
+        updated.accessExpiresAt = session.accessExpiresAt
+        updated.refreshExpiresAt = session.refreshExpiresAt
+        updated.lastRefreshAt = now
+        updated.refreshStartedAt = nil
+        updated.state = .active
+        updated.stateReason = nil
+        if let handle = session.handle, handle != updated.handle { updated.handle = handle }
+        update(record: updated)
+        failedAttempts = 0
+        retryAt = nil
+        // Keep tokens in memory only for accounts that are in use.
+        if cachedSecrets != nil { cachedSecrets = secrets }
+        logger.info("session refreshed", metadata: ["outcome": "refreshed"])
+        await environment.reschedule(id, nextRefreshDate())
+        return secrets
+    }
+
+    /// Records why a refresh failed and returns the error for the waiting callers.
+    private func recordFailure(_ error: SessionError) async throws -> DaemonError {
+        let outcome = try noteFailure(error)
+        await environment.reschedule(id, nextRefreshDate())
+        return outcome
+    }
+
+    private func noteFailure(_ error: SessionError) throws -> DaemonError {
+        var updated = record
+        updated.refreshStartedAt = nil
+        switch error {
+        case .transient(_, _), .protocolViolation:
+            // A garbled answer may be a proxy's error page: keep the account and retry.
+            let reason = error.reason
+            let retryAfter: TimeInterval? = if case .transient(_, let after) = error { after } else { nil }
+            failedAttempts += 1
+            let delay = environment.backoff.delay(attempt: failedAttempts, serverAsked: retryAfter)
+            retryAt = environment.now().addingTimeInterval(delay)
+            updated.state = .retrying
+            updated.stateReason = reason
+            try environment.store.update(updated)
+            update(record: updated)
+            logger.warning("refresh failed, will retry", metadata: [
+                "outcome": "retrying", "reason": "\(reason)", "retryInSeconds": "\(Int(delay))",
+            ])
+            return .upstreamUnavailable(reason)
+        case .expiredToken(let reason), .rejected(let reason), .authenticationFailed(let reason),
+             .authFactorTokenRequired(let reason):
+            updated.state = .needsLogin
+            updated.stateReason = reason
+            try environment.store.update(updated)
+            update(record: updated)
+            cachedSecrets = nil
+            retryAt = nil
+            logger.error("session rejected; the account needs a new login", metadata: [
+                "outcome": "needs-login", "reason": "\(reason)",
+            ])
+            return .needsLogin(account: id, reason: reason)
+        }
+    }
+}

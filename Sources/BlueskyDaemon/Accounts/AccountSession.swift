@@ -1,0 +1,105 @@
+import BlueskyStore
+import Foundation
+import Logging
+import XRPC
+
+/// The one owner of an account's session: its record, its tokens, and its refreshes.
+///
+/// At most one refresh runs at a time; every caller that needs a fresh token meanwhile waits
+/// for that one. Idle accounts keep no token in memory: secrets are read from the store when a
+/// call or refresh needs them.
+actor AccountSession {
+    nonisolated let id: UUID
+    private(set) var record: AccountRecord
+    let environment: SessionEnvironment
+    /// Decrypted tokens, kept only while the account is being used for calls.
+    var cachedSecrets: AccountSecrets?
+    var refreshInFlight: Task<AccountSecrets, any Error>?
+    /// Consecutive transient failures, for the backoff.
+    var failedAttempts = 0
+    var retryAt: Date?
+
+    init(record: AccountRecord, environment: SessionEnvironment) {
+        self.id = record.id
+        self.record = record
+        self.environment = environment
+    }
+
+    var logger: Logger {
+        var logger = environment.logger
+        logger[metadataKey: "account"] = "\(id.uuidString.lowercased())"
+        logger[metadataKey: "did"] = "\(record.did)"
+        return logger
+    }
+
+    /// Replaces the record after a change made elsewhere (default account, handle).
+    func update(record: AccountRecord) {
+        self.record = record
+    }
+
+    /// An access token that is not about to expire, refreshing first when needed.
+    func validAccessToken() async throws(DaemonError) -> String {
+        try requireUsable()
+        let secrets = try currentSecrets()
+        if let expiry = record.accessExpiresAt, expiry <= environment.now().addingTimeInterval(1) {
+            return try await refresh().accessToken
+        }
+        cachedSecrets = secrets
+        return secrets.accessToken
+    }
+
+    /// The server said `rejected` has expired: refresh once, unless another caller already did.
+    func replaceExpired(token rejected: String) async throws(DaemonError) -> String {
+        try requireUsable()
+        let secrets = try currentSecrets()
+        if secrets.accessToken != rejected { return secrets.accessToken }
+        return try await refresh().accessToken
+    }
+
+    /// When the scheduler should next refresh this account; nil when it waits for a new login.
+    func nextRefreshDate() -> Date? {
+        guard record.state != .needsLogin else { return nil }
+        if let retryAt { return retryAt }
+        let now = environment.now()
+        guard let expiry = record.accessExpiresAt else {
+            // Opaque token: refresh on a fixed period so the refresh token stays fresh.
+            return (record.lastRefreshAt ?? now).addingTimeInterval(15 * 60)
+        }
+        let issued = record.lastRefreshAt ?? record.createdAt
+        let lifetime = max(0, expiry.timeIntervalSince(issued))
+        let ahead = min(environment.refreshAhead.seconds, lifetime / 4)
+        return expiry.addingTimeInterval(-ahead)
+    }
+
+    func requireUsable() throws(DaemonError) {
+        if record.state == .needsLogin {
+            throw .needsLogin(account: id, reason: record.stateReason ?? "the server rejected the session")
+        }
+    }
+
+    func currentSecrets() throws(DaemonError) -> AccountSecrets {
+        if let cachedSecrets { return cachedSecrets }
+        do {
+            return try environment.store.secrets(for: id)
+        } catch {
+            throw .internalError("cannot read the secrets of account \(id): \(error)")
+        }
+    }
+
+    /// Ends the server session (best effort) and forgets the tokens. True when the server agreed.
+    func endServerSession() async -> Bool {
+        guard let secrets = try? currentSecrets() else { return false }
+        do {
+            try await environment.sessions.deleteSession(pds: try pdsURL(), refreshJwt: secrets.refreshToken)
+            return true
+        } catch {
+            logger.notice("could not end the server session", metadata: ["reason": "\(error.reason)"])
+            return false
+        }
+    }
+
+    func pdsURL() throws(SessionError) -> URL {
+        guard let url = URL(string: record.pds) else { throw .protocolViolation("invalid PDS URL \(record.pds)") }
+        return url
+    }
+}

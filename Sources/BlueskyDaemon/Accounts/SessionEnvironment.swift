@@ -1,0 +1,42 @@
+import BlueskyHTTP
+import BlueskyStore
+import Foundation
+import Logging
+import XRPC
+
+/// What every account session shares: the store, the HTTP client, timing rules and a clock.
+struct SessionEnvironment: Sendable {
+    let store: AccountStore
+    let http: any HTTPFetching
+    let sessions: LegacySessionClient
+    let refreshAhead: Duration
+    let backoff: Backoff
+    let upstreamTimeout: Duration
+    let logger: Logger
+    /// Wall-clock now; token lifetimes are wall-clock.
+    let now: @Sendable () -> Date
+    /// Moves the account's entry in the refresh schedule (nil: none until a new login).
+    let reschedule: @Sendable (UUID, Date?) async -> Void
+}
+
+/// Exponential backoff with jitter for transient refresh failures.
+struct Backoff: Sendable {
+    var initial: Duration
+    var maximum: Duration
+
+    /// Seconds to wait before attempt `attempt` (1-based), never below what the server asked.
+    func delay(attempt: Int, serverAsked: TimeInterval?) -> TimeInterval {
+        let base = initial.seconds * pow(2, Double(max(0, attempt - 1)))
+        let capped = min(maximum.seconds, base)
+        let jittered = capped * Double.random(in: 0.8...1.0)
+        return max(jittered, min(serverAsked ?? 0, maximum.seconds))
+    }
+}
+
+extension Duration {
+    /// This duration in (fractional) seconds.
+    var seconds: TimeInterval {
+        let (s, attoseconds) = components
+        return TimeInterval(s) + TimeInterval(attoseconds) / 1e18
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+import Logging
+import TOMLKit
+
+extension DaemonConfiguration {
+    /// The keys of the configuration file, in the order `etc/blueskyd.toml` documents them.
+    static let fileKeys = [
+        "state_directory", "socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
+        "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
+        "retry_max_seconds", "max_concurrent_refreshes", "upstream_timeout_seconds", "log_level",
+    ]
+
+    /// Applies a TOML configuration file over the current values. Unknown keys and values of
+    /// the wrong type are refused, naming the key and its line.
+    public mutating func apply(tomlFile path: String) throws(ConfigurationError) {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw ConfigurationError("\(path): cannot read the configuration file")
+        }
+        try apply(toml: text, file: path)
+    }
+
+    mutating func apply(toml text: String, file: String?) throws(ConfigurationError) {
+        let table: TOMLTable
+        do {
+            table = try TOMLTable(string: text)
+        } catch let error as TOMLParseError {
+            throw ConfigurationError("\(ConfigurationError.location(file, error.source.begin.line))\(error.description)")
+        } catch {
+            throw ConfigurationError("\(file ?? "configuration"): \(error)")
+        }
+        let reader = ConfigurationFileReader(table: table, text: text, file: file)
+        for key in table.keys where !Self.fileKeys.contains(key) {
+            throw ConfigurationError("\(ConfigurationError.location(file, reader.line(of: key)))unknown key '\(key)'")
+        }
+        if let v = try reader.string("state_directory") { stateDirectory = v }
+        if let v = try reader.string("socket") { socketPath = v }
+        if let v = try reader.int("max_line_bytes", min: 1024) { maxLineBytes = v }
+        if let v = try reader.int("max_requests_per_connection", min: 1) { maxRequestsPerConnection = v }
+        if let v = try reader.strings("nameservers") { nameservers = v }
+        if let v = try reader.string("plc_url") { plcURL = v }
+        if let v = try reader.string("ca_file") { extraCAFile = v.isEmpty ? nil : v }
+        if let v = try reader.bool("allow_insecure_loopback") { allowInsecureLoopback = v }
+        if let v = try reader.int("refresh_ahead_seconds", min: 1) { refreshAhead = .seconds(v) }
+        if let v = try reader.int("retry_initial_seconds", min: 1) { retryInitial = .seconds(v) }
+        if let v = try reader.int("retry_max_seconds", min: 1) { retryMax = .seconds(v) }
+        if let v = try reader.int("max_concurrent_refreshes", min: 1) { maxConcurrentRefreshes = v }
+        if let v = try reader.int("upstream_timeout_seconds", min: 1) { upstreamTimeout = .seconds(v) }
+        if let v = try reader.string("log_level") { logLevel = try Self.parseLogLevel(v, key: "log_level", file: file, line: reader.line(of: "log_level")) }
+    }
+
+    /// Applies `BLUESKYD_*` environment variables.
+    public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
+        if let v = environment["BLUESKYD_STATE_DIRECTORY"], !v.isEmpty { stateDirectory = v }
+        if let v = environment["BLUESKYD_SOCKET"], !v.isEmpty { socketPath = v }
+        if let v = environment["BLUESKYD_LOG_LEVEL"], !v.isEmpty {
+            logLevel = try Self.parseLogLevel(v, key: "BLUESKYD_LOG_LEVEL", file: nil, line: nil)
+        }
+    }
+
+    static func parseLogLevel(_ text: String, key: String, file: String?, line: Int?) throws(ConfigurationError) -> Logger.Level {
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw .badValue(key, "one of trace, debug, info, notice, warning, error, critical", file: file, line: line)
+        }
+        return level
+    }
+}
+
+/// Typed reads of a flat TOML table, with the line of each key for error messages.
+struct ConfigurationFileReader {
+    let table: TOMLTable
+    let text: String
+    let file: String?
+
+    /// The first line that assigns `key` (TOMLKit does not report value positions).
+    func line(of key: String) -> Int? {
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let trimmed = line.drop { $0 == " " || $0 == "\t" }
+            guard trimmed.hasPrefix(key) else { continue }
+            let rest = trimmed.dropFirst(key.count).drop { $0 == " " || $0 == "\t" }
+            if rest.hasPrefix("=") { return index + 1 }
+        }
+        return nil
+    }
+
+    private func fail(_ key: String, _ expected: String) -> ConfigurationError {
+        .badValue(key, expected, file: file, line: line(of: key))
+    }
+
+    func string(_ key: String) throws(ConfigurationError) -> String? {
+        guard let value = table[key] else { return nil }
+        guard let s = value.string else { throw fail(key, "a string") }
+        return s
+    }
+
+    func bool(_ key: String) throws(ConfigurationError) -> Bool? {
+        guard let value = table[key] else { return nil }
+        guard let b = value.bool else { throw fail(key, "true or false") }
+        return b
+    }
+
+    func int(_ key: String, min: Int) throws(ConfigurationError) -> Int? {
+        guard let value = table[key] else { return nil }
+        guard let i = value.int, i >= min else { throw fail(key, "a whole number of at least \(min)") }
+        return i
+    }
+
+    func strings(_ key: String) throws(ConfigurationError) -> [String]? {
+        guard let value = table[key] else { return nil }
+        guard let array = value.array else { throw fail(key, "an array of strings") }
+        var result: [String] = []
+        for element in array {
+            guard let s = element.string else { throw fail(key, "an array of strings") }
+            result.append(s)
+        }
+        return result
+    }
+}

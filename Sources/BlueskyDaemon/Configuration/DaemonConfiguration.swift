@@ -1,0 +1,60 @@
+import Foundation
+import JSONRPC
+import Logging
+
+/// Everything blueskyd can be told, with its defaults.
+///
+/// Precedence: command line > environment > configuration file > these defaults.
+public struct DaemonConfiguration: Sendable, Equatable {
+    /// Where the registry, its key and the instance lock live (`$XDG_STATE_HOME/blueskyd`).
+    public var stateDirectory: String
+    /// The JSON-RPC socket (`$XDG_RUNTIME_DIR/blueskyd/blueskyd.sock`).
+    public var socketPath: String
+    /// Longest accepted request line, in bytes.
+    public var maxLineBytes: Int
+    /// Requests one connection may have in flight before the daemon stops reading it.
+    public var maxRequestsPerConnection: Int
+    /// DNS servers (`host` or `host:port`) for handle TXT lookups; empty means /etc/resolv.conf's.
+    public var nameservers: [String]
+    /// The did:plc directory.
+    public var plcURL: String
+    /// A PEM file of extra certificate authorities to trust (besides the system's).
+    public var extraCAFile: String?
+    /// Allow plain http to loopback addresses (development servers only).
+    public var allowInsecureLoopback: Bool
+    /// Refresh this long before the access token expires (at most a quarter of its lifetime).
+    public var refreshAhead: Duration
+    /// First and longest wait between retries after a transient failure.
+    public var retryInitial: Duration
+    public var retryMax: Duration
+    /// Refreshes running at once across all accounts.
+    public var maxConcurrentRefreshes: Int
+    /// Timeout of one upstream request.
+    public var upstreamTimeout: Duration
+    public var logLevel: Logger.Level
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
+        stateDirectory = Self.defaultStateDirectory(environment: environment)
+        socketPath = SocketLocation.defaultPath(environment: environment)
+        maxLineBytes = 1 << 20
+        maxRequestsPerConnection = 64
+        nameservers = []
+        plcURL = "https://plc.directory"
+        extraCAFile = nil
+        allowInsecureLoopback = false
+        refreshAhead = .seconds(300)
+        retryInitial = .seconds(5)
+        retryMax = .seconds(600)
+        maxConcurrentRefreshes = 8
+        upstreamTimeout = .seconds(30)
+        logLevel = .info
+    }
+
+    static func defaultStateDirectory(environment: [String: String]) -> String {
+        if let state = environment["XDG_STATE_HOME"], state.hasPrefix("/") {
+            return state + "/blueskyd"
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return home + "/.local/state/blueskyd"
+    }
+}

@@ -1,0 +1,130 @@
+import ATIdentity
+import BlueskyHTTP
+import BlueskyStore
+import Foundation
+import Logging
+import RPCServer
+import ServiceLifecycle
+import Synchronization
+import XRPC
+
+/// blueskyd itself: opens the store, loads the accounts, runs the schedule and the socket
+/// until SIGTERM or SIGINT, then stops without cutting a refresh off.
+public struct Daemon: Sendable {
+    public let configuration: DaemonConfiguration
+    let logger: Logger
+
+    public init(configuration: DaemonConfiguration, logger: Logger) {
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public func run() async throws(DaemonStartupError) {
+        let stateDirectory = try open(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
+        let lock: InstanceLock
+        do {
+            lock = try stateDirectory.acquireInstanceLock()
+        } catch let error as StoreError {
+            if case .alreadyRunning = error { throw DaemonStartupError(error.description, exitCode: .alreadyRunning) }
+            throw DaemonStartupError(error.description)
+        } catch {
+            throw DaemonStartupError(String(describing: error))
+        }
+        defer { withExtendedLifetime(lock) {} }
+        let key = try open(StoreKey.load(keyFile: stateDirectory.url.appendingPathComponent("store.key")))
+        let store = try open(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
+        let http = try open(OutboundHTTP(.init(
+            policy: HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
+            extraCAFile: configuration.extraCAFile)))
+        guard let plcURL = URL(string: configuration.plcURL) else {
+            throw DaemonStartupError("plc_url is not a URL: \(configuration.plcURL)")
+        }
+        let dns = try open(DNSTXTResolver(nameservers: configuration.nameservers))
+        let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
+        let scheduler = RefreshScheduler(maxConcurrent: configuration.maxConcurrentRefreshes, now: { Date() })
+        let environment = SessionEnvironment(
+            store: store, http: http,
+            sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
+            refreshAhead: configuration.refreshAhead,
+            backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
+            upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },
+            reschedule: { id, date in await scheduler.schedule(id, at: date) })
+        let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
+        try await open(accounts.loadAll())
+
+        let stopping = Atomic(false)
+        let methods = DaemonMethods(
+            accounts: accounts, proxy: XRPCProxy(registry: accounts.registry, environment: environment),
+            info: DaemonInfo(socketPath: configuration.socketPath, stateDirectory: stateDirectory.url.path,
+                             startedAt: Date()),
+            isStopping: { stopping.load(ordering: .relaxed) })
+        let server = try open(RPCServer(
+            configuration: .init(socketPath: configuration.socketPath, maxLineBytes: configuration.maxLineBytes,
+                                 maxConcurrentRequestsPerConnection: configuration.maxRequestsPerConnection),
+            handler: methods, logger: logger))
+
+        let group = ServiceGroup(
+            services: [
+                SchedulerService(scheduler: scheduler, accounts: accounts),
+                SocketService(server: server, onShutdown: { stopping.store(true, ordering: .relaxed) }),
+            ],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        logger.info("blueskyd started", metadata: [
+            "socket": "\(configuration.socketPath)", "stateDirectory": "\(stateDirectory.url.path)",
+            "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
+        ])
+        do {
+            try await group.run()
+        } catch {
+            logger.error("blueskyd stopped on an error", metadata: ["error": "\(error)"])
+        }
+        try? await http.shutdown()
+        try? store.close()
+        logger.info("blueskyd stopped")
+    }
+
+    private func open<T>(_ body: @autoclosure () throws -> T) throws(DaemonStartupError) -> T {
+        do { return try body() } catch { throw DaemonStartupError(String(describing: error)) }
+    }
+
+    private func open<T>(_ body: @autoclosure () async throws -> T) async throws(DaemonStartupError) -> T {
+        do { return try await body() } catch { throw DaemonStartupError(String(describing: error)) }
+    }
+}
+
+/// Why blueskyd could not start, in one line.
+public struct DaemonStartupError: Error, CustomStringConvertible {
+    public var description: String
+    public var exitCode: DaemonExitCode
+    public init(_ description: String, exitCode: DaemonExitCode = .failure) {
+        self.description = description
+        self.exitCode = exitCode
+    }
+}
+
+/// Runs the refresh schedule; on shutdown, waits for refreshes in flight to finish.
+struct SchedulerService: Service {
+    let scheduler: RefreshScheduler
+    let accounts: AccountManager
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown {
+            await scheduler.run { id in await accounts.scheduledRefresh(id) }
+        }
+    }
+}
+
+/// Serves the JSON-RPC socket; on shutdown stops accepting and lets calls in progress finish.
+struct SocketService: Service {
+    let server: RPCServer
+    let onShutdown: @Sendable () -> Void
+
+    func run() async throws {
+        try await withGracefulShutdownHandler {
+            try await cancelWhenGracefulShutdown { try await server.run() }
+        } onGracefulShutdown: {
+            onShutdown()
+        }
+    }
+}

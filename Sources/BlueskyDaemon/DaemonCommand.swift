@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+
+/// Exit statuses of blueskyd (documented in blueskyd(1)).
+public enum DaemonExitCode: Int32 {
+    case ok = 0
+    case failure = 1
+    case usage = 64
+    case alreadyRunning = 75
+    case configuration = 78
+}
+
+/// Command-line overrides, applied over the environment, the file and the defaults.
+public struct DaemonOverrides: Sendable {
+    public var configFile: String?
+    public var stateDirectory: String?
+    public var socketPath: String?
+    public var logLevel: String?
+    public var nameservers: [String] = []
+    public var plcURL: String?
+    public var caFile: String?
+    public var allowInsecureLoopback: Bool = false
+
+    public init() {}
+}
+
+extension DaemonConfiguration {
+    /// Builds the configuration: defaults < file < environment < command line.
+    public static func resolve(_ overrides: DaemonOverrides,
+                               environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ConfigurationError) -> DaemonConfiguration
+    {
+        var configuration = DaemonConfiguration(environment: environment)
+        if let file = overrides.configFile ?? environment["BLUESKYD_CONFIG"] {
+            try configuration.apply(tomlFile: file)
+        } else if let file = defaultConfigFile(environment: environment),
+                  FileManager.default.fileExists(atPath: file) {
+            try configuration.apply(tomlFile: file)
+        }
+        try configuration.apply(environment: environment)
+        if let v = overrides.stateDirectory { configuration.stateDirectory = v }
+        if let v = overrides.socketPath { configuration.socketPath = v }
+        if let v = overrides.logLevel {
+            configuration.logLevel = try parseLogLevel(v, key: "--log-level", file: nil, line: nil)
+        }
+        if !overrides.nameservers.isEmpty { configuration.nameservers = overrides.nameservers }
+        if let v = overrides.plcURL { configuration.plcURL = v }
+        if let v = overrides.caFile { configuration.extraCAFile = v }
+        if overrides.allowInsecureLoopback { configuration.allowInsecureLoopback = true }
+        return configuration
+    }
+
+    /// `$XDG_CONFIG_HOME/blueskyd/blueskyd.toml` (or `~/.config/...`).
+    static func defaultConfigFile(environment: [String: String]) -> String? {
+        if let config = environment["XDG_CONFIG_HOME"], config.hasPrefix("/") {
+            return config + "/blueskyd/blueskyd.toml"
+        }
+        return environment["HOME"].map { $0 + "/.config/blueskyd/blueskyd.toml" }
+    }
+}
+
+/// The body of `blueskyd`: resolve the configuration, start logging, run until stopped.
+public enum DaemonMain {
+    public static func run(_ overrides: DaemonOverrides) async -> Int32 {
+        let configuration: DaemonConfiguration
+        do {
+            configuration = try DaemonConfiguration.resolve(overrides)
+        } catch {
+            FileHandle.standardError.write(Data("blueskyd: configuration error: \(error)\n".utf8))
+            return DaemonExitCode.configuration.rawValue
+        }
+        let level = configuration.logLevel
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        let logger = Logger(label: "blueskyd")
+        do {
+            try await Daemon(configuration: configuration, logger: logger).run()
+            return DaemonExitCode.ok.rawValue
+        } catch {
+            FileHandle.standardError.write(Data("blueskyd: \(error)\n".utf8))
+            return error.exitCode.rawValue
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import Foundation
+import JSONRPC
+
+/// Everything a daemon method can fail with, each mapped onto one stable JSON-RPC error.
+public enum DaemonError: Error, Sendable, CustomStringConvertible {
+    case accountNotFound(String)
+    case noDefaultAccount
+    case needsLogin(account: UUID, reason: String)
+    case authFactorTokenRequired(String)
+    case authenticationFailed(String)
+    case identityResolutionFailed(String)
+    case upstreamUnavailable(String)
+    case accountExists(UUID)
+    case invalidParams(String, field: String?)
+    case shuttingDown
+    case methodNotFound(String)
+    case internalError(String)
+
+    public var description: String { rpcError.message }
+
+    public var rpcError: RPCError {
+        switch self {
+        case .accountNotFound(let ref):
+            RPCError(code: -32001, name: "AccountNotFound", message: "no account matches '\(ref)'",
+                     extra: ["account": .string(ref)])
+        case .noDefaultAccount:
+            RPCError(code: -32002, name: "NoDefaultAccount",
+                     message: "no account was named and there is no default account")
+        case .needsLogin(let id, let reason):
+            RPCError(code: -32003, name: "NeedsLogin",
+                     message: "account \(id.uuidString.lowercased()) needs a new login: \(reason)",
+                     extra: ["account": .string(id.uuidString.lowercased()), "reason": .string(reason)])
+        case .authFactorTokenRequired(let message):
+            RPCError(code: -32004, name: "AuthFactorTokenRequired",
+                     message: "the server sent a sign-in code by email; call again with authFactorToken (\(message))")
+        case .authenticationFailed(let reason):
+            RPCError(code: -32005, name: "AuthenticationFailed", message: "login refused: \(reason)",
+                     extra: ["reason": .string(reason)])
+        case .identityResolutionFailed(let reason):
+            RPCError(code: -32006, name: "IdentityResolutionFailed", message: "cannot resolve identity: \(reason)",
+                     extra: ["reason": .string(reason)])
+        case .upstreamUnavailable(let reason):
+            RPCError(code: -32007, name: "UpstreamUnavailable", message: "the server is unavailable: \(reason)",
+                     extra: ["reason": .string(reason)])
+        case .accountExists(let id):
+            RPCError(code: -32008, name: "AccountExists",
+                     message: "that account is already registered as \(id.uuidString.lowercased())",
+                     extra: ["account": .string(id.uuidString.lowercased())])
+        case .invalidParams(let detail, let field):
+            .invalidParams(detail, field: field)
+        case .shuttingDown:
+            RPCError(code: -32009, name: "ShuttingDown", message: "blueskyd is shutting down")
+        case .methodNotFound(let method):
+            .methodNotFound(method)
+        case .internalError(let detail):
+            .internalError(detail)
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import BlueskyStore
+import Foundation
+import JSONRPC
+
+/// How an account appears in replies (never with its tokens).
+enum AccountView {
+    static func json(_ record: AccountRecord, nextRefreshAt: Date?) -> JSONValue {
+        .object([
+            "id": .string(record.id.uuidString.lowercased()),
+            "did": .string(record.did),
+            "handle": record.handle.map(JSONValue.string) ?? .null,
+            "handleVerified": .bool(record.handleVerified),
+            "pds": .string(record.pds),
+            "auth": .string(record.authKind.rawValue),
+            "state": .string(record.state.rawValue),
+            "stateReason": record.stateReason.map(JSONValue.string) ?? .null,
+            "isDefault": .bool(record.isDefault),
+            "createdAt": timestamp(record.createdAt),
+            "lastRefreshAt": timestamp(record.lastRefreshAt),
+            "accessExpiresAt": timestamp(record.accessExpiresAt),
+            "nextRefreshAt": timestamp(nextRefreshAt),
+        ])
+    }
+
+    static func timestamp(_ date: Date?) -> JSONValue {
+        guard let date else { return .null }
+        return .string(date.formatted(.iso8601))
+    }
+}
+
+extension AccountSession {
+    func view() -> JSONValue {
+        AccountView.json(record, nextRefreshAt: nextRefreshDate())
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import JSONRPC
+import Logging
+import RPCServer
+
+/// The JSON-RPC methods of blueskyd (docs/PROTOCOL.md), dispatched by name.
+struct DaemonMethods: RPCMethodHandler {
+    let accounts: AccountManager
+    let proxy: XRPCProxy
+    let info: DaemonInfo
+    let isStopping: @Sendable () -> Bool
+
+    func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError> {
+        do {
+            return .success(try await dispatch(request))
+        } catch {
+            return .failure(error.rpcError)
+        }
+    }
+
+    private func dispatch(_ request: RPCRequest) async throws(DaemonError) -> JSONValue {
+        if isStopping() { throw .shuttingDown }
+        let params = try Params(request.params)
+        switch request.method {
+        case "daemon.info":
+            try params.allowOnly([])
+            return info.json
+        case "daemon.status":
+            try params.allowOnly([])
+            return await status()
+        case "accounts.list":
+            try params.allowOnly([])
+            var views: [(Date, JSONValue)] = []
+            for session in accounts.registry.allSessions {
+                views.append((await session.record.createdAt, await session.view()))
+            }
+            return ["accounts": .array(views.sorted { $0.0 < $1.0 }.map(\.1))]
+        case "accounts.add":
+            try params.allowOnly(["identifier", "password", "authFactorToken", "makeDefault"])
+            let record = try await accounts.addAppPasswordAccount(
+                identifier: try params.requiredString("identifier"),
+                password: try params.requiredString("password"),
+                authFactorToken: try params.optionalString("authFactorToken"),
+                makeDefault: try params.bool("makeDefault", default: false))
+            return try await accountReply(record.id)
+        case "accounts.remove":
+            try params.allowOnly(["account"])
+            let (record, ended) = try await accounts.remove(try params.requiredString("account"))
+            return ["account": AccountView.json(record, nextRefreshAt: nil), "serverSessionEnded": .bool(ended)]
+        case "accounts.setDefault":
+            try params.allowOnly(["account"])
+            let record = try await accounts.setDefault(try params.requiredString("account"))
+            return try await accountReply(record.id)
+        case "accounts.refresh":
+            try params.allowOnly(["account"])
+            let record = try await accounts.refreshNow(try params.optionalString("account"))
+            return try await accountReply(record.id)
+        case "xrpc.call":
+            try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
+            return try await proxy.call(try XRPCCall(params: params))
+        default:
+            throw .methodNotFound(request.method)
+        }
+    }
+
+    private func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {
+        let session = try accounts.registry.session(id.uuidString)
+        return ["account": await session.view()]
+    }
+
+    private func status() async -> JSONValue {
+        var active = 0, needsLogin = 0, retrying = 0
+        for session in accounts.registry.allSessions {
+            switch await session.record.state {
+            case .active: active += 1
+            case .needsLogin: needsLogin += 1
+            case .retrying: retrying += 1
+            }
+        }
+        let scheduler = accounts.scheduler
+        return [
+            "accounts": .number(Double(accounts.registry.count)),
+            "active": .number(Double(active)),
+            "needsLogin": .number(Double(needsLogin)),
+            "retrying": .number(Double(retrying)),
+            "refreshing": .number(Double(await scheduler.refreshesRunning)),
+            "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue),
+            "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
+        ]
+    }
+}
+
+/// Facts about this daemon for `daemon.info`.
+struct DaemonInfo: Sendable {
+    static let version = "0.1.0"
+    let socketPath: String
+    let stateDirectory: String
+    let startedAt: Date
+
+    var json: JSONValue {
+        [
+            "name": "blueskyd",
+            "version": .string(Self.version),
+            "pid": .number(Double(getpid())),
+            "uid": .number(Double(getuid())),
+            "socket": .string(socketPath),
+            "stateDirectory": .string(stateDirectory),
+            "startedAt": AccountView.timestamp(startedAt),
+        ]
+    }
+}

@@ -1,0 +1,93 @@
+import ATSyntax
+import Foundation
+import JSONRPC
+import XRPC
+
+/// The validated params of `xrpc.call`.
+struct XRPCCall: Sendable {
+    var nsid: String
+    var account: String?
+    var kind: XRPCMethodKind
+    var parameters: [(String, XRPCParameter)]
+    var body: XRPCBody?
+    var atprotoProxy: String?
+
+    init(params: Params) throws(DaemonError) {
+        let nsid = try params.requiredString("nsid")
+        guard NSID(nsid) != nil else { throw .invalidParams("'\(nsid)' is not a valid NSID", field: "nsid") }
+        self.nsid = nsid
+        account = try params.optionalString("account")
+        if let forced = try params.optionalString("kind") {
+            guard let kind = XRPCMethodKind(rawValue: forced), kind != .subscription else {
+                throw .invalidParams("kind must be \"query\" or \"procedure\"", field: "kind")
+            }
+            self.kind = kind
+        } else if let known = LexiconMethods.kind(of: nsid) {
+            guard known != .subscription else {
+                throw .invalidParams("\(nsid) is a subscription (event stream), which cannot be proxied", field: "nsid")
+            }
+            kind = known
+        } else {
+            throw .invalidParams("\(nsid) is not in the Lexicons; say \"kind\": \"query\" or \"procedure\"", field: "kind")
+        }
+        parameters = try Self.queryParameters(params.optionalObject("params"))
+        atprotoProxy = try params.optionalString("proxy")
+        if let proxy = atprotoProxy, !proxy.hasPrefix("did:") || !proxy.contains("#") {
+            throw .invalidParams("proxy must look like did:web:api.bsky.chat#bsky_chat", field: "proxy")
+        }
+        body = try Self.body(params)
+        if body != nil, kind == .query {
+            throw .invalidParams("\(nsid) is a query and takes no input", field: "input")
+        }
+    }
+
+    static func queryParameters(_ object: [String: JSONValue]?) throws(DaemonError) -> [(String, XRPCParameter)] {
+        guard let object else { return [] }
+        var result: [(String, XRPCParameter)] = []
+        for (name, value) in object.sorted(by: { $0.key < $1.key }) {
+            if let list = value.arrayValue {
+                var strings: [String] = []
+                for element in list {
+                    guard let s = scalar(element) else {
+                        throw .invalidParams("params.\(name) must hold strings, numbers or booleans", field: "params.\(name)")
+                    }
+                    strings.append(s)
+                }
+                result.append((name, .list(strings)))
+            } else if let s = scalar(value) {
+                result.append((name, .single(s)))
+            } else if value != .null {
+                throw .invalidParams("params.\(name) must be a string, number, boolean or array", field: "params.\(name)")
+            }
+        }
+        return result
+    }
+
+    private static func scalar(_ value: JSONValue) -> String? {
+        switch value {
+        case .string(let s): s
+        case .bool(let b): b ? "true" : "false"
+        case .number: value.intValue.map(String.init) ?? value.doubleValue.map { String($0) }
+        default: nil
+        }
+    }
+
+    static func body(_ params: Params) throws(DaemonError) -> XRPCBody? {
+        let input = params.value("input")
+        let base64 = try params.optionalString("inputBase64")
+        switch (input, base64) {
+        case (.some, .some):
+            throw .invalidParams("give either input or inputBase64, not both", field: "input")
+        case (let json?, nil):
+            return .json(json.encoded())
+        case (nil, let encoded?):
+            guard let bytes = Data(base64Encoded: encoded) else {
+                throw .invalidParams("inputBase64 is not valid base64", field: "inputBase64")
+            }
+            let type = try params.optionalString("contentType") ?? "application/octet-stream"
+            return .bytes(Array(bytes), contentType: type)
+        case (nil, nil):
+            return nil
+        }
+    }
+}

@@ -1,0 +1,68 @@
+import BlueskyHTTP
+import Foundation
+import JSONRPC
+import Logging
+import XRPC
+
+/// Makes XRPC calls on behalf of local clients, with the account's token, and turns the
+/// PDS's answer into the `xrpc.call` result.
+struct XRPCProxy: Sendable {
+    let registry: AccountRegistry
+    let environment: SessionEnvironment
+
+    /// Headers passed back to the client: rate limits and retry hints.
+    static let forwardedHeaders: Set<String> = [
+        "ratelimit-limit", "ratelimit-remaining", "ratelimit-reset", "ratelimit-policy", "retry-after",
+        "content-type", "atproto-content-labelers", "atproto-repo-rev",
+    ]
+
+    func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
+        let session = try registry.session(call.account)
+        guard let pds = URL(string: await session.record.pds) else {
+            throw .internalError("account has an invalid PDS URL")
+        }
+        var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
+                                  body: call.body)
+        if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
+        let token = try await session.validAccessToken()
+        var response = try await send(request, token: token)
+        if Self.isExpiredToken(response) {
+            let fresh = try await session.replaceExpired(token: token)
+            response = try await send(request, token: fresh)
+        }
+        return Self.result(of: response)
+    }
+
+    private func send(_ request: XRPCRequest, token: String) async throws(DaemonError) -> InboundResponse {
+        do {
+            return try await environment.http.send(request.outbound(authorization: "Bearer \(token)"),
+                                                   timeout: environment.upstreamTimeout)
+        } catch {
+            throw .upstreamUnavailable(error.description)
+        }
+    }
+
+    /// The reference PDS answers an expired access token with 400 `ExpiredToken`.
+    static func isExpiredToken(_ response: InboundResponse) -> Bool {
+        guard response.status == 400 || response.status == 401 else { return false }
+        return XRPCErrorBody(response: response)?.error == "ExpiredToken"
+    }
+
+    static func result(of response: InboundResponse) -> JSONValue {
+        var fields: [String: JSONValue] = ["status": .number(Double(response.status))]
+        var headers: [String: JSONValue] = [:]
+        for (name, value) in response.headers where forwardedHeaders.contains(name.lowercased()) {
+            headers[name.lowercased()] = .string(value)
+        }
+        fields["headers"] = .object(headers)
+        if let type = response.mediaType { fields["contentType"] = .string(type) }
+        if response.body.isEmpty {
+            fields["body"] = .null
+        } else if response.isJSON, let json = try? JSONValue.parse(response.body) {
+            fields["body"] = json
+        } else {
+            fields["bodyBase64"] = .string(Data(response.body).base64EncodedString())
+        }
+        return .object(fields)
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// Failures of an outbound HTTP exchange, each with one clear line for the user.
+public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
+    case invalidURL(String)
+    case insecureURL(String)
+    case timedOut(String)
+    case bodyTooLarge(String, limit: Int)
+    case unreachable(String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .invalidURL(let url): "invalid URL: \(url)"
+        case .insecureURL(let url): "refusing plain http to \(url) (only https, or http to loopback when allow_insecure_loopback is set)"
+        case .timedOut(let url): "request to \(url) timed out"
+        case .bodyTooLarge(let url, let limit): "response from \(url) is larger than \(limit) bytes"
+        case .unreachable(let url, let reason): "cannot reach \(url): \(reason)"
+        }
+    }
+
+    /// Network-level failures are worth retrying later; policy failures are not.
+    public var isTransient: Bool {
+        switch self {
+        case .timedOut, .unreachable: true
+        case .invalidURL, .insecureURL, .bodyTooLarge: false
+        }
+    }
+}

@@ -1,0 +1,89 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import NIOSSL
+
+/// The daemon's single outbound HTTPS client: shared connection pool, extra trust anchors,
+/// no redirects followed, and the ``HTTPPolicy`` applied to every URL.
+public final class OutboundHTTP: HTTPFetching {
+    public struct Configuration: Sendable {
+        public var policy: HTTPPolicy
+        /// PEM file of extra certificate authorities, trusted besides the system's.
+        public var extraCAFile: String?
+        public var connectTimeout: Duration
+        public var maxBodyBytes: Int
+        public var maxConnectionsPerHost: Int
+
+        public init(
+            policy: HTTPPolicy = HTTPPolicy(),
+            extraCAFile: String? = nil,
+            connectTimeout: Duration = .seconds(10),
+            maxBodyBytes: Int = 64 << 20,
+            maxConnectionsPerHost: Int = 64
+        ) {
+            self.policy = policy
+            self.extraCAFile = extraCAFile
+            self.connectTimeout = connectTimeout
+            self.maxBodyBytes = maxBodyBytes
+            self.maxConnectionsPerHost = maxConnectionsPerHost
+        }
+    }
+
+    public let configuration: Configuration
+    private let client: HTTPClient
+
+    public init(_ configuration: Configuration = Configuration()) throws {
+        self.configuration = configuration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if let caFile = configuration.extraCAFile {
+            tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
+        }
+        var config = HTTPClient.Configuration(
+            tlsConfiguration: tls,
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .init(configuration.connectTimeout))
+        )
+        config.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = configuration.maxConnectionsPerHost
+        config.decompression = .enabled(limit: .ratio(50))
+        self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
+    }
+
+    public func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
+        let url = try configuration.policy.check(request.url)
+        var outbound = HTTPClientRequest(url: url.absoluteString)
+        outbound.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { outbound.headers.add(name: name, value: value) }
+        if let body = request.body {
+            outbound.body = .bytes(ByteBuffer(bytes: body))
+        }
+        do {
+            let response = try await client.execute(outbound, timeout: .init(timeout))
+            var buffer = try await response.body.collect(upTo: configuration.maxBodyBytes)
+            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            return InboundResponse(
+                status: Int(response.status.code),
+                headers: response.headers.map { ($0.name, $0.value) },
+                body: bytes
+            )
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
+            throw .timedOut(Self.redacted(url))
+        } catch is NIOTooManyBytesError {
+            throw .bodyTooLarge(Self.redacted(url), limit: configuration.maxBodyBytes)
+        } catch {
+            throw .unreachable(Self.redacted(url), reason: String(describing: error))
+        }
+    }
+
+    /// Stops the client; call once at shutdown.
+    public func shutdown() async throws {
+        try await client.shutdown()
+    }
+
+    /// The URL without its query, which may carry identifiers we'd rather not log.
+    static func redacted(_ url: URL) -> String {
+        var parts = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        parts?.query = nil
+        return parts?.string ?? url.absoluteString
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import GRDB
+
+/// Row mapping for the `account` table.
+///
+/// Written by hand rather than through Codable so column names are explicit and
+/// dates are stored as seconds since 1970 (a REAL): exact round trips, cheap ordering.
+extension AccountRecord: FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "account"
+
+    /// Only the metadata columns, so fetching records never reads the sealed blob.
+    public static var databaseSelection: [any SQLSelectable] {
+        [AccountColumn.id, AccountColumn.did, AccountColumn.handle, AccountColumn.handleVerified, AccountColumn.pds,
+         AccountColumn.authKind, AccountColumn.state, AccountColumn.stateReason, AccountColumn.isDefault,
+         AccountColumn.createdAt, AccountColumn.updatedAt, AccountColumn.lastRefreshAt, AccountColumn.accessExpiresAt,
+         AccountColumn.refreshExpiresAt, AccountColumn.refreshStartedAt]
+    }
+
+    public init(row: Row) throws {
+        let rawAuthKind: String = row[AccountColumn.authKind]
+        let rawState: String = row[AccountColumn.state]
+        guard let authKind = AuthKind(rawValue: rawAuthKind) else {
+            throw StoreError.database(context: "reading an account", reason: "unknown auth kind \"\(rawAuthKind)\"")
+        }
+        guard let state = AccountState(rawValue: rawState) else {
+            throw StoreError.database(context: "reading an account", reason: "unknown state \"\(rawState)\"")
+        }
+        self.init(
+            id: row[AccountColumn.id],
+            did: row[AccountColumn.did],
+            handle: row[AccountColumn.handle],
+            handleVerified: row[AccountColumn.handleVerified],
+            pds: row[AccountColumn.pds],
+            authKind: authKind,
+            state: state,
+            stateReason: row[AccountColumn.stateReason],
+            isDefault: row[AccountColumn.isDefault],
+            createdAt: Self.date(row[AccountColumn.createdAt]) ?? Date(timeIntervalSince1970: 0),
+            updatedAt: Self.date(row[AccountColumn.updatedAt]),
+            lastRefreshAt: Self.date(row[AccountColumn.lastRefreshAt]),
+            accessExpiresAt: Self.date(row[AccountColumn.accessExpiresAt]),
+            refreshExpiresAt: Self.date(row[AccountColumn.refreshExpiresAt]),
+            refreshStartedAt: Self.date(row[AccountColumn.refreshStartedAt]))
+    }
+
+    public func encode(to container: inout PersistenceContainer) throws {
+        container[AccountColumn.id] = id
+        container[AccountColumn.did] = did
+        container[AccountColumn.handle] = handle
+        container[AccountColumn.handleVerified] = handleVerified
+        container[AccountColumn.pds] = pds
+        container[AccountColumn.authKind] = authKind.rawValue
+        container[AccountColumn.state] = state.rawValue
+        container[AccountColumn.stateReason] = stateReason
+        container[AccountColumn.isDefault] = isDefault
+        container[AccountColumn.createdAt] = createdAt.timeIntervalSince1970
+        container[AccountColumn.updatedAt] = updatedAt.timeIntervalSince1970
+        container[AccountColumn.lastRefreshAt] = lastRefreshAt?.timeIntervalSince1970
+        container[AccountColumn.accessExpiresAt] = accessExpiresAt?.timeIntervalSince1970
+        container[AccountColumn.refreshExpiresAt] = refreshExpiresAt?.timeIntervalSince1970
+        container[AccountColumn.refreshStartedAt] = refreshStartedAt?.timeIntervalSince1970
+    }
+
+    private static func date(_ seconds: Double?) -> Date? {
+        seconds.map(Date.init(timeIntervalSince1970:))
+    }
+}
+
+/// An account row as inserted: the record plus its sealed secrets blob.
+struct SealedAccountRow: PersistableRecord {
+    static let databaseTableName = AccountRecord.databaseTableName
+    var record: AccountRecord
+    var sealedSecrets: Data
+
+    func encode(to container: inout PersistenceContainer) throws {
+        try record.encode(to: &container)
+        container[AccountColumn.sealedSecrets] = sealedSecrets
+    }
+}
+
+/// Column names of the `account` table.
+enum AccountColumn {
+    static let id = Column("id")
+    static let did = Column("did")
+    static let handle = Column("handle")
+    static let handleVerified = Column("handle_verified")
+    static let pds = Column("pds")
+    static let authKind = Column("auth_kind")
+    static let state = Column("state")
+    static let stateReason = Column("state_reason")
+    static let isDefault = Column("is_default")
+    static let createdAt = Column("created_at")
+    static let updatedAt = Column("updated_at")
+    static let lastRefreshAt = Column("last_refresh_at")
+    static let accessExpiresAt = Column("access_expires_at")
+    static let refreshExpiresAt = Column("refresh_expires_at")
+    static let refreshStartedAt = Column("refresh_started_at")
+    /// Not part of `AccountRecord`: listing accounts never touches secrets.
+    static let sealedSecrets = Column("sealed_secrets")
+}

@@ -1,0 +1,64 @@
+import Foundation
+import GRDB
+
+extension AccountStore {
+    /// Every account, oldest first. Decrypts nothing.
+    public func allAccounts() throws -> [AccountRecord] {
+        try performRead("listing accounts") { db in
+            try AccountRecord.order(AccountColumn.createdAt, AccountColumn.id).fetchAll(db)
+        }
+    }
+
+    /// The account with this id, or nil.
+    public func account(id: UUID) throws -> AccountRecord? {
+        try performRead("looking up an account by id") { db in
+            try AccountRecord.fetchOne(db, key: id)
+        }
+    }
+
+    /// The account registered for this DID, or nil.
+    public func account(did: String) throws -> AccountRecord? {
+        try performRead("looking up an account by DID") { db in
+            try AccountRecord.filter(AccountColumn.did == did).fetchOne(db)
+        }
+    }
+
+    /// Accounts currently recorded with this handle (several can claim one
+    /// handle until verification settles it), oldest first.
+    public func accounts(handle: String) throws -> [AccountRecord] {
+        try performRead("looking up accounts by handle") { db in
+            try AccountRecord
+                .filter(AccountColumn.handle == handle)
+                .order(AccountColumn.createdAt, AccountColumn.id)
+                .fetchAll(db)
+        }
+    }
+
+    /// The default account, or nil when none is set.
+    public func defaultAccount() throws -> AccountRecord? {
+        try performRead("looking up the default account") { db in
+            try AccountRecord.filter(AccountColumn.isDefault == true).fetchOne(db)
+        }
+    }
+
+    /// How many accounts are registered.
+    public func count() throws -> Int {
+        try performRead("counting accounts") { db in
+            try AccountRecord.fetchCount(db)
+        }
+    }
+
+    /// Opens the sealed secrets of one account.
+    /// - Throws: `StoreError.unknownAccount`, or `StoreError.secretDoesNotOpen`
+    ///   when the key is wrong or the blob belongs to another account.
+    public func secrets(for id: UUID) throws -> AccountSecrets {
+        let blob = try performRead("reading account secrets") { db in
+            try Data.fetchOne(
+                db,
+                sql: "SELECT sealed_secrets FROM account WHERE id = ?",
+                arguments: [id])
+        }
+        guard let blob else { throw StoreError.unknownAccount(id) }
+        return try sealer.open(blob, account: id)
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import GRDB
+
+extension AccountStore {
+    /// Registers one account with its secrets.
+    ///
+    /// A record inserted with `isDefault == true` takes over as the only default.
+    /// - Throws: `StoreError.duplicateDID` when the DID is already registered.
+    public func insert(_ record: AccountRecord, secrets: AccountSecrets) throws {
+        try insert(contentsOf: [(record, secrets)])
+    }
+
+    /// Registers many accounts in one transaction (all or nothing), e.g. for imports
+    /// and benchmarks. Sealing happens before the transaction starts, so the writer
+    /// is held only for the inserts; callers with very large batches may split them.
+    /// - Throws: `StoreError.duplicateDID` for the first DID already registered
+    ///   (or repeated within the batch); nothing is inserted then.
+    public func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) throws {
+        let rows = try accounts.map { account in
+            SealedAccountRow(
+                record: account.record,
+                sealedSecrets: try sealer.seal(account.secrets, account: account.record.id))
+        }
+        try performWrite("inserting accounts") { db in
+            for row in rows {
+                if row.record.isDefault {
+                    try Self.clearDefault(db, except: row.record.id, at: row.record.updatedAt)
+                }
+                do {
+                    try row.insert(db)
+                } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                    if let conflict = try Self.conflict(db, for: row.record) { throw conflict }
+                    throw error
+                }
+            }
+        }
+    }
+
+    /// Saves the metadata of an account (everything but secrets and `isDefault`,
+    /// which only `setDefault(id:)` changes).
+    public func update(_ record: AccountRecord) throws {
+        let columns = AccountRecord.databaseSelection
+            .compactMap { ($0 as? Column)?.name }
+            .filter { $0 != AccountColumn.id.name && $0 != AccountColumn.isDefault.name }
+        try performWrite("updating an account") { db in
+            do {
+                try record.update(db, columns: columns)
+            } catch is RecordError {
+                throw StoreError.unknownAccount(record.id)
+            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+                if let conflict = try Self.conflict(db, for: record) { throw conflict }
+                throw error
+            }
+        }
+    }
+
+    /// Stores the result of a successful token refresh (or a new sign-in) in ONE
+    /// durable transaction: the new secrets, expiries and refresh time; clears the
+    /// write-ahead mark and any failure state.
+    ///
+    /// The writer runs with `synchronous = FULL`, so when this returns the rotated
+    /// tokens are on disk: only then may the daemon use them.
+    public func saveRefreshedSession(
+        id: UUID, secrets: AccountSecrets,
+        accessExpiresAt: Date?, refreshExpiresAt: Date?, at: Date
+    ) throws {
+        let sealed = try sealer.seal(secrets, account: id)
+        try performWrite("saving a refreshed session") { db in
+            try db.execute(
+                sql: """
+                    UPDATE account SET
+                        sealed_secrets = ?, access_expires_at = ?, refresh_expires_at = ?,
+                        last_refresh_at = ?, refresh_started_at = NULL,
+                        state = ?, state_reason = NULL, updated_at = ?
+                    WHERE id = ?
+                    """,
+                arguments: [
+                    sealed, accessExpiresAt?.timeIntervalSince1970, refreshExpiresAt?.timeIntervalSince1970,
+                    at.timeIntervalSince1970, AccountState.active.rawValue, at.timeIntervalSince1970, id,
+                ])
+            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
+        }
+    }
+
+    /// Records, durably and before the request is sent, that a refresh of this
+    /// account is in flight. Found set at startup, it means the daemon died
+    /// mid-refresh and the refresh token may already be spent.
+    public func markRefreshStarted(id: UUID, at: Date) throws {
+        try performWrite("marking a refresh as started") { db in
+            try db.execute(
+                sql: "UPDATE account SET refresh_started_at = ?, updated_at = ? WHERE id = ?",
+                arguments: [at.timeIntervalSince1970, at.timeIntervalSince1970, id])
+            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
+        }
+    }
+
+    /// Sets an account's state and the reason shown to users.
+    /// - Parameter endsRefresh: also clear the write-ahead refresh mark, when the
+    ///   outcome of the refresh is known (e.g. the server refused the refresh token).
+    ///   Leave it false for outcomes that leave the token's fate unknown (timeouts).
+    public func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date(), endsRefresh: Bool = false) throws {
+        try performWrite("changing an account's state") { db in
+            let clearMark = endsRefresh ? ", refresh_started_at = NULL" : ""
+            try db.execute(
+                sql: "UPDATE account SET state = ?, state_reason = ?, updated_at = ?\(clearMark) WHERE id = ?",
+                arguments: [state.rawValue, reason, at.timeIntervalSince1970, id])
+            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
+        }
+    }
+
+    /// Makes this account the default and every other one not, in one transaction.
+    public func setDefault(id: UUID, at: Date = Date()) throws {
+        try performWrite("setting the default account") { db in
+            guard try AccountRecord.exists(db, key: id) else { throw StoreError.unknownAccount(id) }
+            try Self.clearDefault(db, except: id, at: at)
+            try db.execute(
+                sql: "UPDATE account SET is_default = 1, updated_at = ? WHERE id = ? AND is_default = 0",
+                arguments: [at.timeIntervalSince1970, id])
+        }
+    }
+
+    /// Leaves no account as the default.
+    public func clearDefault(at: Date = Date()) throws {
+        try performWrite("clearing the default account") { db in
+            try Self.clearDefault(db, except: nil, at: at)
+        }
+    }
+
+    /// Removes an account and its secrets, returning what was removed.
+    ///
+    /// Deleting the default account leaves NO default: picking another account
+    /// silently could send a client's calls as the wrong identity.
+    @discardableResult
+    public func delete(id: UUID) throws -> AccountRecord {
+        try performWrite("deleting an account") { db in
+            guard let record = try AccountRecord.fetchOne(db, key: id) else {
+                throw StoreError.unknownAccount(id)
+            }
+            try AccountRecord.deleteOne(db, key: id)
+            return record
+        }
+    }
+
+    // MARK: - Helpers
+
+    static func clearDefault(_ db: Database, except id: UUID?, at: Date) throws {
+        try db.execute(
+            sql: "UPDATE account SET is_default = 0, updated_at = ? WHERE is_default = 1 AND id IS NOT ?",
+            arguments: [at.timeIntervalSince1970, id])
+    }
+
+    /// The store error explaining why `record` violates a uniqueness rule, if it is one.
+    static func conflict(_ db: Database, for record: AccountRecord) throws -> StoreError? {
+        if let existing = try UUID.fetchOne(
+            db, sql: "SELECT id FROM account WHERE did = ? AND id != ?", arguments: [record.did, record.id])
+        {
+            return .duplicateDID(did: record.did, existing: existing)
+        }
+        if try AccountRecord.exists(db, key: record.id) {
+            return .duplicateAccountID(record.id)
+        }
+        return nil
+    }
+}

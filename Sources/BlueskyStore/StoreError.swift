@@ -1,0 +1,69 @@
+import Foundation
+
+/// Everything the account registry can fail with, each as one line a user can act on.
+public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
+    /// No account with this id exists (it may have been deleted meanwhile).
+    case unknownAccount(UUID)
+    /// An account for this DID is already registered; `existing` is its id.
+    case duplicateDID(did: String, existing: UUID)
+    /// An account with this id is already registered.
+    case duplicateAccountID(UUID)
+    /// The sealed secrets of an account do not open: wrong key, tampering,
+    /// or a blob copied in from another account's row.
+    case secretDoesNotOpen(account: UUID)
+    /// The secrets could not be serialised or sealed.
+    case secretEncoding(account: UUID, reason: String)
+    /// A key file other users could read; the key must be 0600 (owner only).
+    case keyFileInsecure(path: String, mode: UInt32)
+    /// A key file or credential whose content is not a 256-bit key.
+    case keyInvalid(path: String, reason: String)
+    /// A key file or credential that could not be read or created.
+    case keyUnavailable(path: String, reason: String)
+    /// A directory that could not be created or secured.
+    case directory(path: String, reason: String)
+    /// Another daemon holds the instance lock on this state directory.
+    case alreadyRunning(pid: Int32?, directory: String)
+    /// The instance lock file could not be opened or locked.
+    case lockFailed(path: String, reason: String)
+    /// A database error, with what the store was doing at the time.
+    case database(context: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .unknownAccount(let id):
+            return "unknown account \(id.uuidString.lowercased())"
+        case .duplicateDID(let did, let existing):
+            return "an account for \(did) is already registered (id \(existing.uuidString.lowercased()))"
+        case .duplicateAccountID(let id):
+            return "an account with id \(id.uuidString.lowercased()) is already registered"
+        case .secretDoesNotOpen(let account):
+            return "the stored secrets of account \(account.uuidString.lowercased()) do not open "
+                + "(wrong store key, or the database was tampered with)"
+        case .secretEncoding(let account, let reason):
+            return "could not seal the secrets of account \(account.uuidString.lowercased()): \(reason)"
+        case .keyFileInsecure(let path, let mode):
+            return "the store key file \(path) is readable by other users (mode \(String(mode & 0o7777, radix: 8))); "
+                + "run `chmod 600 \(path)`"
+        case .keyInvalid(let path, let reason):
+            return "the store key at \(path) is not usable: \(reason)"
+        case .keyUnavailable(let path, let reason):
+            return "cannot read or create the store key at \(path): \(reason)"
+        case .directory(let path, let reason):
+            return "cannot prepare directory \(path): \(reason)"
+        case .alreadyRunning(let pid, let directory):
+            if let pid {
+                return "another blueskyd (pid \(pid)) is already using \(directory)"
+            }
+            return "another blueskyd is already using \(directory)"
+        case .lockFailed(let path, let reason):
+            return "cannot lock \(path): \(reason)"
+        case .database(let context, let reason):
+            return "account database error while \(context): \(reason)"
+        }
+    }
+}
+
+/// The text of the current `errno`, for error messages.
+func errnoDescription(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
+}

@@ -1,0 +1,60 @@
+import Foundation
+import JSONRPC
+
+/// The fields of a protocol `Account` object that bskyctl shows (see docs/PROTOCOL.md).
+///
+/// Read leniently: a field the daemon leaves out or nulls shows as "-" instead of failing.
+public struct AccountSummary: Sendable, Equatable {
+    public var id: String
+    public var did: String
+    public var handle: String
+    public var handleVerified: Bool
+    public var auth: String
+    public var state: String
+    public var stateReason: String?
+    public var isDefault: Bool
+    public var accessExpiresAt: Date?
+    public var lastRefreshAt: Date?
+    public var nextRefreshAt: Date?
+
+    public init(json: JSONValue) {
+        func text(_ key: String) -> String? { json[key]?.stringValue }
+        func date(_ key: String) -> Date? { text(key).flatMap(Timestamp.parse) }
+        id = text("id") ?? "-"
+        did = text("did") ?? "-"
+        handle = text("handle") ?? "-"
+        handleVerified = json["handleVerified"]?.boolValue ?? true
+        auth = text("auth") ?? "-"
+        state = text("state") ?? "-"
+        stateReason = text("stateReason")
+        isDefault = json["isDefault"]?.boolValue ?? false
+        accessExpiresAt = date("accessExpiresAt")
+        lastRefreshAt = date("lastRefreshAt")
+        nextRefreshAt = date("nextRefreshAt")
+    }
+
+    /// The handle as people should read it, marked when the daemon could not verify it.
+    public var displayHandle: String {
+        handleVerified ? handle : "\(handle) (handle unverified)"
+    }
+
+    /// "alice.example.com (did:plc:…), account <uuid>", the way commands name an account.
+    public var identification: String {
+        "\(displayHandle) (\(did)), account \(id)"
+    }
+
+    /// The name to suggest in `bskyctl login <name>`: the handle when known, else the DID.
+    public var loginName: String {
+        handle != "-" && handle != "handle.invalid" ? handle : did
+    }
+}
+
+extension AccountSummary {
+    /// Reads the `account` field of a method result (`{"account": Account}`).
+    static func fromResult(_ result: JSONValue) throws -> AccountSummary {
+        guard let account = result["account"], account.objectValue != nil else {
+            throw CtlFailure.requestFailed("blueskyd's reply has no account object")
+        }
+        return AccountSummary(json: account)
+    }
+}

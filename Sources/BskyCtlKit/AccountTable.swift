@@ -1,0 +1,63 @@
+import Foundation
+
+/// The `bskyctl accounts` table: aligned columns, one row per account, and the state reason
+/// on an indented line under any account that is not active.
+public enum AccountTable {
+    public static let headers = ["", "HANDLE", "DID", "AUTH", "STATE", "ACCESS EXPIRES", "LAST REFRESH", "ID"]
+
+    /// What `bskyctl accounts` prints when there are none.
+    public static let emptyMessage = "No accounts. Add one with: bskyctl login <handle> --app-password"
+
+    /// The table's lines (no trailing newline), or the empty message.
+    public static func render(_ accounts: [AccountSummary], now: Date) -> [String] {
+        guard !accounts.isEmpty else { return [emptyMessage] }
+        let rows = accounts.map { cells(for: $0, now: now) }
+        let widths = headers.indices.map { column in
+            ([headers[column]] + rows.map { $0[column] }).map(\.count).max() ?? 0
+        }
+        var lines = [line(headers, widths: widths)]
+        for (account, row) in zip(accounts, rows) {
+            lines.append(line(row, widths: widths))
+            if let note = stateNote(for: account) { lines.append("    " + note) }
+        }
+        return lines
+    }
+
+    /// The cells of one account's row, in `headers` order.
+    public static func cells(for account: AccountSummary, now: Date) -> [String] {
+        [
+            account.isDefault ? "*" : "",
+            account.displayHandle,
+            account.did,
+            account.auth,
+            account.state,
+            account.accessExpiresAt.map { RelativeTime.expiry($0, now: now) } ?? "-",
+            account.lastRefreshAt.map { RelativeTime.past($0, now: now) } ?? "never",
+            account.id,
+        ]
+    }
+
+    /// The line under a row that is not active: why, and for needs-login what to run.
+    public static func stateNote(for account: AccountSummary) -> String? {
+        let reason = account.stateReason?.singleLine
+        switch account.state {
+        case "active":
+            return nil
+        case "needs-login":
+            let why = reason.map { ": \($0)" } ?? ""
+            return "needs login\(why); run: bskyctl login \(account.loginName) --app-password"
+        default:
+            return reason.map { "\(account.state): \($0)" }
+        }
+    }
+
+    private static func line(_ cells: [String], widths: [Int]) -> String {
+        let padded = zip(cells, widths).map { cell, width in
+            cell + String(repeating: " ", count: max(0, width - cell.count))
+        }
+        // Trailing spaces help nobody and upset diff-based tests.
+        var text = padded.joined(separator: "  ")
+        while text.last == " " { text.removeLast() }
+        return text
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import JSONRPC
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Unbuffered writes to stdout and stderr.
+///
+/// Everything goes through write(2) so that text and raw bytes (`proxy` bodies) come out in
+/// order, and a closed pipe (`bskyctl proxy … | head`) ends output quietly instead of crashing.
+enum Console {
+    /// Writes `text` and a newline to stdout.
+    static func printLine(_ text: String) {
+        writeAll(Array((text + "\n").utf8), to: STDOUT_FILENO)
+    }
+
+    /// Writes raw bytes to stdout.
+    static func writeOut(_ bytes: [UInt8]) {
+        writeAll(bytes, to: STDOUT_FILENO)
+    }
+
+    /// Writes `bskyctl: <message>` to stderr.
+    static func printError(_ message: String) {
+        writeAll(Array("bskyctl: \(message)\n".utf8), to: STDERR_FILENO)
+    }
+
+    /// Writes a line to stderr as is (notes and warnings already worded for people).
+    static func printNote(_ text: String) {
+        writeAll(Array((text + "\n").utf8), to: STDERR_FILENO)
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let written = write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0 && errno == EINTR {
+                    continue
+                } else {
+                    return  // EPIPE and the like: the reader is gone, nothing useful left to do.
+                }
+            }
+        }
+    }
+}
+
+extension JSONValue {
+    /// Pretty-printed JSON with sorted keys and unescaped slashes, as bskyctl prints data.
+    var prettyPrinted: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        // Encoding a JSONValue cannot fail: every case maps onto a JSON primitive.
+        let data = (try? encoder.encode(self)) ?? Data("null".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,0 +1,50 @@
+import ArgumentParser
+import Foundation
+import JSONRPC
+
+/// `bskyctl status`: the daemon's identity and account counts (`daemon.info` + `daemon.status`).
+struct StatusCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show whether blueskyd is running, and how its accounts are doing.",
+        discussion: """
+            With --json, prints {"info": <daemon.info result>, "status": <daemon.status result>}.
+            """)
+
+    @OptionGroup var connection: ConnectionOptions
+    @OptionGroup var output: OutputOptions
+
+    func run() throws {
+        let client = try connection.connect()
+        let info = try client.call("daemon.info")
+        let status = try client.call("daemon.status")
+        if output.json {
+            Console.printLine(JSONValue.object(["info": info, "status": status]).prettyPrinted)
+            return
+        }
+        for line in StatusSummary.lines(info: info, status: status, now: Date()) { Console.printLine(line) }
+    }
+}
+
+/// The human summary `bskyctl status` prints.
+public enum StatusSummary {
+    public static func lines(info: JSONValue, status: JSONValue, now: Date) -> [String] {
+        func number(_ value: JSONValue?) -> String { value?.intValue.map(String.init) ?? "?" }
+        let name = info["name"]?.stringValue ?? "blueskyd"
+        let version = info["version"]?.stringValue ?? "?"
+        var running = "\(name) \(version) is running (pid \(number(info["pid"])), uid \(number(info["uid"])))"
+        if let started = info["startedAt"]?.stringValue.flatMap(Timestamp.parse) {
+            running += ", up \(RelativeTime.duration(seconds: now.timeIntervalSince(started)))"
+        }
+        var lines = [running]
+        if let socket = info["socket"]?.stringValue { lines.append("socket:        \(socket)") }
+        if let directory = info["stateDirectory"]?.stringValue { lines.append("state:         \(directory)") }
+        lines.append("accounts:      \(number(status["accounts"])) (\(number(status["active"])) active, "
+            + "\(number(status["needsLogin"])) need login, \(number(status["refreshing"])) refreshing)")
+        lines.append("default:       \(status["defaultAccount"]?.stringValue ?? "none")")
+        if let next = status["nextRefreshAt"]?.stringValue.flatMap(Timestamp.parse) {
+            lines.append("next refresh:  \(RelativeTime.upcoming(next, now: now)) (\(Timestamp.format(next)))")
+        }
+        return lines
+    }
+}

@@ -1,0 +1,44 @@
+import BlueskyHTTP
+import Foundation
+
+/// The `{"error": "Name", "message": "..."}` body of a failed XRPC call.
+public struct XRPCErrorBody: Sendable, Equatable, Decodable {
+    public var error: String?
+    public var message: String?
+
+    public init(error: String?, message: String?) {
+        self.error = error
+        self.message = message
+    }
+
+    /// Reads the body of `response`; nil when it isn't an XRPC error object.
+    public init?(response: InboundResponse) {
+        guard let decoded = try? JSONDecoder().decode(XRPCErrorBody.self, from: Data(response.body)),
+              decoded.error != nil || decoded.message != nil else { return nil }
+        self = decoded
+    }
+
+    /// "Name: message" or whichever of the two is present.
+    public var summary: String {
+        switch (error, message) {
+        case let (e?, m?) where !m.isEmpty: "\(e): \(m)"
+        case let (e?, _): e
+        case let (nil, m?): m
+        default: "unknown error"
+        }
+    }
+}
+
+extension InboundResponse {
+    /// Status 5xx or 429: the server may succeed later.
+    public var isTransientFailure: Bool { status >= 500 || status == 429 }
+
+    /// Seconds the server asked us to wait (`Retry-After` as seconds, or `RateLimit-Reset` epoch).
+    public func retryAfter(now: Date = Date()) -> TimeInterval? {
+        if let value = header("retry-after"), let seconds = TimeInterval(value) { return max(0, seconds) }
+        if status == 429, let reset = header("ratelimit-reset"), let epoch = TimeInterval(reset) {
+            return max(0, epoch - now.timeIntervalSince1970)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// The human-readable report.
+extension BenchReport {
+    func text() -> String {
+        var lines: [String] = []
+        lines.append("blueskyd benchmark — \(machine.date)")
+        lines.append("machine:  \(machine.processors) CPUs, \(machine.cpuModel), \(machine.memoryTotal) RAM, Linux \(machine.kernel)")
+        lines.append("upstream: \(upstream)")
+        lines.append("daemon:   \(daemonBinary)")
+        lines.append("")
+        lines += throughputLines()
+        lines.append("")
+        lines += latencyLines()
+        lines.append("")
+        lines += memoryLines()
+        if !problems.isEmpty {
+            lines.append("")
+            lines.append("Problems:")
+            lines += problems.map { "  - \($0)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func throughputLines() -> [String] {
+        guard let t = throughput else { return ["1. Throughput: not measured (see problems)"] }
+        var lines = [
+            "1. Throughput: \(t.nsid), \(t.connections) connections, \(t.inFlightPerConnection) request in flight each,"
+                + " \(t.directRounds.count) rounds × \(format(t.roundSeconds, 1)) s per side, alternating",
+            "   direct (HTTPS to the PDS):  median \(format(t.directMedian, 0)) calls/s   rounds: "
+                + t.directRounds.map { format($0, 0) }.joined(separator: ", "),
+            "   through blueskyd:           median \(format(t.daemonMedian, 0)) calls/s   rounds: "
+                + t.daemonRounds.map { format($0, 0) }.joined(separator: ", "),
+            "   ratio daemon/direct: \(format(t.ratio, 2))   target ≥ \(format(ThroughputResult.targetRatio, 2))   "
+                + verdict(t.meetsTarget),
+        ]
+        if t.directFailures + t.daemonFailures > 0 {
+            lines.append("   failed calls: direct \(t.directFailures), daemon \(t.daemonFailures)"
+                + (t.firstError.map { " (first: \($0))" } ?? ""))
+        }
+        if let rss = t.daemonRSSAfterLoadKiB { lines.append("   daemon RSS after the load: \(mebibytes(rss))") }
+        return lines
+    }
+
+    private func latencyLines() -> [String] {
+        guard let l = latency else { return ["2. Latency: not measured (see problems)"] }
+        var lines = [
+            "2. Latency at one connection: \(l.nsid), sequential, \(l.samplesPerSide) samples per side"
+                + " in alternating blocks of \(l.blockSize) (µs)",
+            "                    p50       p90       p99      mean",
+            "   direct     " + row(l.direct),
+            "   blueskyd   " + row(l.daemon),
+            "   added p50: \(format(l.addedP50, 1)) µs   target < \(format(LatencyResult.targetAddedP50Microseconds, 0)) µs   "
+                + verdict(l.meetsTarget) + "   (added p99: \(format(l.addedP99, 1)) µs)",
+        ]
+        if l.failures > 0 { lines.append("   calls without status 200: \(l.failures)") }
+        return lines
+    }
+
+    private func memoryLines() -> [String] {
+        guard !memory.isEmpty else { return ["3. Idle memory: not measured (see problems)"] }
+        var lines = ["3. Idle memory of blueskyd (VmRSS after daemon.status and a settle)",
+                     "   accounts     RSS        peak       start      store seeding"]
+        for m in memory {
+            if let error = m.error, m.rssKiB == nil {
+                lines.append("   \(pad(String(m.accounts), 10))   failed: \(error)")
+                continue
+            }
+            lines.append("   " + pad(String(m.accounts), 10)
+                + "   " + pad(m.rssKiB.map(mebibytes) ?? "?", 9)
+                + "  " + pad(m.peakKiB.map(mebibytes) ?? "?", 9)
+                + "  " + pad(m.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
+                + "  " + (m.seedSeconds.map { format($0, 1) + " s" } ?? "?")
+                + (m.accountsLoaded.map { $0 == m.accounts ? "" : "   (daemon.status reports \($0) accounts)" } ?? ""))
+        }
+        if let thousand = memory.first(where: { $0.accounts == 1000 }), let rss = thousand.rssKiB {
+            lines.append("   at 1,000 accounts: \(mebibytes(rss))   target < 40 MB   "
+                + verdict(rss < MemoryResult.targetKiBAtThousand))
+        }
+        return lines
+    }
+
+    private func row(_ s: LatencySummary) -> String {
+        [s.p50, s.p90, s.p99, s.mean].map { pad(format($0, 1), 8) }.joined(separator: "  ")
+    }
+
+    private func verdict(_ met: Bool) -> String { met ? "MET" : "MISSED" }
+}
+
+func format(_ value: Double, _ decimals: Int) -> String {
+    String(format: "%.\(decimals)f", value)
+}
+
+func mebibytes(_ kib: Int) -> String {
+    format(Double(kib) / 1024, 1) + " MiB"
+}
+
+private func pad(_ text: String, _ width: Int) -> String {
+    text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+}

@@ -1,0 +1,99 @@
+import Foundation
+
+/// Everything one run measured; printed as text or JSON.
+struct BenchReport: Codable, Sendable {
+    var machine: MachineInfo
+    /// Where the upstream PDS ran and what it is.
+    var upstream: String
+    /// The blueskyd executable measured.
+    var daemonBinary: String
+    var throughput: ThroughputResult?
+    var latency: LatencyResult?
+    var memory: [MemoryResult] = []
+    /// Sections that failed or were skipped, one line each.
+    var problems: [String] = []
+}
+
+struct ThroughputResult: Codable, Sendable {
+    static let targetRatio = 0.5
+
+    var nsid: String
+    var connections: Int
+    /// Requests in flight per connection (1: each connection sends its next request on the reply).
+    var inFlightPerConnection: Int
+    var roundSeconds: Double
+    /// Calls per second of each round, in the order run (rounds alternate direct, daemon).
+    var directRounds: [Double]
+    var daemonRounds: [Double]
+    var directMedian: Double
+    var daemonMedian: Double
+    /// daemonMedian / directMedian.
+    var ratio: Double
+    var directFailures: Int
+    var daemonFailures: Int
+    var firstError: String?
+    /// The daemon's resident memory right after the load (KiB).
+    var daemonRSSAfterLoadKiB: Int?
+
+    var meetsTarget: Bool { ratio >= Self.targetRatio }
+}
+
+/// p50/p90/p99 of sequential call durations, in microseconds.
+struct LatencySummary: Codable, Sendable {
+    var p50: Double
+    var p90: Double
+    var p99: Double
+    var mean: Double
+    var min: Double
+
+    init?(_ samples: [Double]) {
+        guard let p50 = Statistics.quantile(samples, 0.5), let p90 = Statistics.quantile(samples, 0.9),
+              let p99 = Statistics.quantile(samples, 0.99), let min = samples.min() else { return nil }
+        self.p50 = p50
+        self.p90 = p90
+        self.p99 = p99
+        self.mean = samples.reduce(0, +) / Double(samples.count)
+        self.min = min
+    }
+}
+
+struct LatencyResult: Codable, Sendable {
+    static let targetAddedP50Microseconds = 150.0
+
+    var nsid: String
+    var samplesPerSide: Int
+    var blockSize: Int
+    var direct: LatencySummary
+    var daemon: LatencySummary
+    /// daemon.p50 − direct.p50, microseconds.
+    var addedP50: Double
+    /// daemon.p99 − direct.p99, microseconds.
+    var addedP99: Double
+    var failures: Int
+
+    var meetsTarget: Bool { addedP50 < Self.targetAddedP50Microseconds }
+}
+
+struct MemoryResult: Codable, Sendable {
+    /// 40 MB (10^6 bytes) in KiB.
+    static let targetKiBAtThousand = 40_000_000 / 1024
+
+    var accounts: Int
+    /// Seconds spent writing the accounts into the store (before the daemon starts).
+    var seedSeconds: Double?
+    /// From launching blueskyd to its socket answering `daemon.info`.
+    var startSeconds: Double?
+    /// `daemon.status` `accounts` after startup (should equal `accounts`).
+    var accountsLoaded: Int?
+    var rssKiB: Int?
+    var peakKiB: Int?
+    var error: String?
+}
+
+extension BenchReport {
+    func jsonText() -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+    }
+}

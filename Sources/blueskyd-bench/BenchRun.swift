@@ -1,0 +1,73 @@
+import ATTestbed
+import BlueskyTesting
+import Foundation
+
+/// One benchmark run: starts the upstream, runs the sections asked for, each on its own so a
+/// failure is reported and the next section still runs.
+struct BenchRun {
+    let options: BenchOptions
+    let progress: Progress
+
+    func run() async -> BenchReport {
+        // blueskyd must read the key file the store was seeded with, not a systemd credential.
+        unsetenv("CREDENTIALS_DIRECTORY")
+        var report = BenchReport(
+            machine: .current(), upstream: "not started", daemonBinary: Binaries.path("blueskyd"))
+        guard FileManager.default.isExecutableFile(atPath: report.daemonBinary) else {
+            report.problems.append("no blueskyd executable at \(report.daemonBinary) (set BLUESKYD_BIN_DIR)")
+            return report
+        }
+        let work: TemporaryDirectory
+        do {
+            work = try TemporaryDirectory("blueskyd-bench")
+        } catch {
+            report.problems.append("cannot create a working directory: \(describe(error))")
+            return report
+        }
+        defer { work.remove() }
+
+        let upstream = await startUpstream(directory: work.path + "/testbed", report: &report)
+        if options.wants("throughput") || options.wants("latency") {
+            if let info = upstream.info {
+                await ProxyBench(options: options, upstream: info, workDirectory: work.path, progress: progress)
+                    .run(into: &report)
+            } else {
+                report.problems.append("throughput and latency: skipped, no upstream PDS")
+            }
+        }
+        if options.wants("memory") {
+            let memory = MemoryBench(options: options, upstream: upstream.info, workDirectory: work.path, progress: progress)
+            for count in options.accountCounts {
+                report.memory.append(await memory.measure(accounts: count))
+            }
+        }
+        await upstream.process?.stop()
+        if let testbed = upstream.testbed { try? await testbed.shutdown() }
+        return report
+    }
+
+    /// The upstream as started: in a child process (the default) or in this one.
+    struct Upstream {
+        var info: UpstreamInfo?
+        var process: UpstreamProcess?
+        var testbed: Testbed?
+    }
+
+    private func startUpstream(directory: String, report: inout BenchReport) async -> Upstream {
+        progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))
+        do {
+            if options.inProcessUpstream {
+                let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory)
+                report.upstream = "ATTestbed PDS at \(info.pdsURL), in the benchmark process (shares its event loops)"
+                return Upstream(info: info, testbed: testbed)
+            }
+            let process = try await UpstreamProcess(directory: directory)
+            report.upstream = "ATTestbed PDS at \(process.info.pdsURL), HTTPS with a generated CA, "
+                + "in its own process (`blueskyd-bench upstream`, pid \(process.pid))"
+            return Upstream(info: process.info, process: process)
+        } catch {
+            report.problems.append("upstream: \(describe(error)); is this running under scripts/hermetic-run?")
+            return Upstream()
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A request line for the daemon and the promise its reply line completes.
+struct PendingReply: Sendable {
+    let line: ByteBuffer
+    let reply: EventLoopPromise<ByteBuffer>
+}
+
+/// Frames the daemon's replies by newline and completes the writers' promises in order
+/// (blueskyd answers in request order on each connection, so no id matching is needed).
+final class ReplyLineHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = PendingReply
+    typealias OutboundOut = ByteBuffer
+
+    private var waiting = CircularBuffer<EventLoopPromise<ByteBuffer>>()
+    private var partial: ByteBuffer?
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let request = unwrapOutboundIn(data)
+        waiting.append(request.reply)
+        context.write(wrapOutboundOut(request.line), promise: promise)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var buffer = unwrapInboundIn(data)
+        if var pending = partial {
+            pending.writeBuffer(&buffer)
+            buffer = pending
+            partial = nil
+        }
+        while true {
+            let view = buffer.readableBytesView
+            guard let newline = view.firstIndex(of: UInt8(ascii: "\n")) else { break }
+            let line = buffer.readSlice(length: newline - view.startIndex)!
+            buffer.moveReaderIndex(forwardBy: 1)
+            waiting.popFirst()?.succeed(line)
+        }
+        if buffer.readableBytes > 0 { partial = buffer }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        failAll(ChannelError.eof)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failAll(error)
+        context.close(promise: nil)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        failAll(ChannelError.ioOnClosedChannel)
+    }
+
+    private func failAll(_ error: any Error) {
+        while let promise = waiting.popFirst() { promise.fail(error) }
+    }
+}
+
+/// One connection to blueskyd's socket, sending a fixed request line.
+struct DaemonEndpoint: BenchEndpoint {
+    let channel: any Channel
+    let requestLine: ByteBuffer
+
+    static func connect(socketPath: String, requestLine: ByteBuffer, group: any EventLoopGroup) async throws
+        -> DaemonEndpoint
+    {
+        do {
+            let channel = try await ClientBootstrap(group: group)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ReplyLineHandler())
+                    }
+                }
+                .connect(unixDomainSocketPath: socketPath).get()
+            return DaemonEndpoint(channel: channel, requestLine: requestLine)
+        } catch {
+            throw BenchError.connectionFailed("\(socketPath): \(describe(error))")
+        }
+    }
+
+    var eventLoop: any EventLoop { channel.eventLoop }
+
+    func callOnce() -> EventLoopFuture<Bool> {
+        let reply = channel.eventLoop.makePromise(of: ByteBuffer.self)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        // A write that never reaches the handler (closed channel) must still end the call.
+        written.futureResult.whenFailure { reply.fail($0) }
+        channel.writeAndFlush(PendingReply(line: requestLine, reply: reply), promise: written)
+        return reply.futureResult.map { ReplyCheck.isUpstreamOK($0) }
+    }
+
+    func close() async {
+        try? await channel.close()
+    }
+}
+
+/// Recognises a successful proxied call without parsing the whole reply.
+enum ReplyCheck {
+    private static let marker = Array(#""status":200"#.utf8)
+    private static let errorMarker = Array(#""error":{"#.utf8)
+
+    /// True when the reply is a result (not a JSON-RPC error) holding upstream status 200.
+    static func isUpstreamOK(_ line: ByteBuffer) -> Bool {
+        line.withUnsafeReadableBytes { bytes in
+            contains(bytes, marker) && !startsWithError(bytes)
+        }
+    }
+
+    private static func startsWithError(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // A JSON-RPC error reply has no "result"; the upstream body itself could hold "error".
+        !contains(bytes, Array(#""result":"#.utf8)) && contains(bytes, errorMarker)
+    }
+
+    static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
+        return needle.withUnsafeBytes { needleBytes in
+            memmem(base, haystack.count, needleBytes.baseAddress!, needle.count) != nil
+        }
+    }
+}

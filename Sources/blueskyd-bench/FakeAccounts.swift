@@ -1,0 +1,77 @@
+import BlueskyStore
+import Foundation
+import Logging
+
+/// Registers made-up app-password accounts by writing the daemon's store directly, as blueskyd
+/// itself would have after logging them in: same directory, same key file, sealed secrets.
+enum FakeAccounts {
+    static let batchSize = 5_000
+
+    /// Writes `count` accounts into `<stateDirectory>` with the key at `<stateDirectory>/store.key`
+    /// (created when missing: blueskyd reads exactly that file).
+    static func seed(stateDirectory: String, count: Int, pdsURL: String) throws {
+        let directory = URL(fileURLWithPath: stateDirectory)
+        let logger = Logger(label: "blueskyd-bench.store", factory: { _ in SwiftLogNoOpLogHandler() })
+        do {
+            let key = try StoreKey.load(keyFile: directory.appendingPathComponent("store.key"), environment: [:])
+            let store = try AccountStore(directory: directory, key: key, logger: logger)
+            defer { try? store.close() }
+            let now = Date()
+            var start = 0
+            while start < count {
+                let end = min(count, start + batchSize)
+                try store.insert(contentsOf: (start..<end).map { account(index: $0, pdsURL: pdsURL, now: now) })
+                start = end
+            }
+        } catch {
+            throw BenchError.storeFailed(describe(error))
+        }
+    }
+
+    /// Account `index`: a unique did:plc and handle, tokens shaped like the PDS's JWTs whose
+    /// access token expires a day from now, so no refresh is due while the daemon is measured.
+    static func account(index: Int, pdsURL: String, now: Date) -> (record: AccountRecord, secrets: AccountSecrets) {
+        let did = "did:plc:" + base32(index, width: 24)
+        let handle = "bench-\(index).bench.test"
+        let accessExpiry = now.addingTimeInterval(24 * 3600)
+        let refreshExpiry = now.addingTimeInterval(90 * 24 * 3600)
+        let record = AccountRecord(
+            did: did, handle: handle, handleVerified: true, pds: pdsURL, authKind: .appPassword,
+            state: .active, isDefault: index == 0, createdAt: now, lastRefreshAt: now,
+            accessExpiresAt: accessExpiry, refreshExpiresAt: refreshExpiry)
+        let secrets = AccountSecrets(
+            accessToken: jwt(["scope": "com.atproto.appPass", "sub": did, "iat": Int(now.timeIntervalSince1970),
+                              "exp": Int(accessExpiry.timeIntervalSince1970)]),
+            refreshToken: jwt(["scope": "com.atproto.refresh", "sub": did, "iat": Int(now.timeIntervalSince1970),
+                               "exp": Int(refreshExpiry.timeIntervalSince1970),
+                               "jti": UUID().uuidString]))
+        return (record, secrets)
+    }
+
+    /// A compact JWS with the given claims and a random (unverifiable) signature.
+    static func jwt(_ claims: [String: Any]) -> String {
+        let header = base64URL(Data(#"{"typ":"at+jwt","alg":"ES256K"}"#.utf8))
+        let payload = base64URL((try? JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])) ?? Data())
+        let signature = base64URL(Data((0..<64).map { _ in UInt8.random(in: 0...255) }))
+        return "\(header).\(payload).\(signature)"
+    }
+
+    static func base64URL(_ data: Data) -> String {
+        data.base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    /// `value` in the did:plc alphabet (base32, a–z and 2–7), left-padded with "a" to `width`.
+    static func base32(_ value: Int, width: Int) -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        var digits: [Character] = []
+        var rest = value
+        repeat {
+            digits.append(alphabet[rest % 32])
+            rest /= 32
+        } while rest > 0
+        return String(repeating: "a", count: max(0, width - digits.count)) + String(digits.reversed())
+    }
+}

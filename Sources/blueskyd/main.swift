@@ -1,0 +1,42 @@
+import ArgumentParser
+import BlueskyDaemon
+import Foundation
+
+@main
+struct Blueskyd: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "blueskyd",
+        abstract: "Keeps Bluesky / AT Protocol accounts signed in and proxies XRPC calls for local programs.",
+        discussion: """
+            Serves JSON-RPC 2.0 on a Unix socket (see bskyctl(1) and docs/PROTOCOL.md). Settings come from \
+            the command line, then BLUESKYD_* environment variables, then the configuration file \
+            ($XDG_CONFIG_HOME/blueskyd/blueskyd.toml or --config), then the defaults.
+
+            Exit status: 0 stopped cleanly; 1 a fatal error; 64 usage; 75 another blueskyd already uses \
+            the state directory; 78 configuration error.
+            """,
+        version: "0.1.0")
+
+    @Option(help: "Configuration file (TOML).") var config: String?
+    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @Option(help: "Socket path.") var socket: String?
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
+    @Option(help: "DNS server for handle lookups, host or host:port (repeatable).") var nameserver: [String] = []
+    @Option(help: "PLC directory URL.") var plcURL: String?
+    @Option(help: "PEM file of extra certificate authorities to trust.") var caFile: String?
+    @Flag(help: "Allow plain http to loopback addresses (development only).") var allowInsecureLoopback = false
+
+    func run() async throws {
+        var overrides = DaemonOverrides()
+        overrides.configFile = config
+        overrides.stateDirectory = stateDirectory
+        overrides.socketPath = socket
+        overrides.logLevel = logLevel
+        overrides.nameservers = nameserver
+        overrides.plcURL = plcURL
+        overrides.caFile = caFile
+        overrides.allowInsecureLoopback = allowInsecureLoopback
+        let status = await DaemonMain.run(overrides)
+        if status != 0 { throw ExitCode(status) }
+    }
+}

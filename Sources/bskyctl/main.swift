@@ -1,0 +1,3 @@
+import BskyCtlKit
+
+BskyCtlMain.run()

@@ -1,0 +1,107 @@
+import ATTestbed
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+/// A testbed, a dnsmasq holding the accounts' `_atproto` TXT records, and a real blueskyd.
+final class EndToEndFixture: @unchecked Sendable {
+    let directory: TemporaryDirectory
+    let testbed: Testbed
+    let dnsmasq: Dnsmasq
+    let accounts: [TestAccount]
+    var daemon: DaemonProcess
+
+    /// `names`: accounts to create; the first resolves by DNS TXT, the others by HTTPS well-known.
+    init(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil,
+         configure: (inout AccountSpec) -> Void = { _ in }) async throws {
+        try HermeticNetwork.require()
+        directory = try TemporaryDirectory("blueskyd-e2e")
+        testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
+            if let accessTokenLifetime { config.accessTokenLifetime = accessTokenLifetime }
+        }
+        var created: [TestAccount] = []
+        for (index, name) in names.enumerated() {
+            var spec = AccountSpec(name: name)
+            spec.publishWellKnown = index != 0
+            configure(&spec)
+            created.append(await testbed.createAccount(spec))
+        }
+        accounts = created
+        dnsmasq = try await Dnsmasq.start(txtRecords: [(name: "_atproto.\(created[0].handle)", value: "did=\(created[0].did)")])
+        daemon = try await DaemonProcess(directory: directory.path, testbed: testbed,
+                                         extraArguments: ["--nameserver", dnsmasq.nameserver])
+    }
+
+    /// Stops everything; call at the end of each test.
+    func tearDown() async {
+        await daemon.stop()
+        dnsmasq.stop()
+        try? await testbed.shutdown()
+        directory.remove()
+    }
+
+    /// Restarts the daemon on the same state directory.
+    func restartDaemon(crash: Bool = false) async throws {
+        if crash { await daemon.crash() } else { await daemon.stop() }
+        daemon = try await DaemonProcess(directory: directory.path, testbed: testbed,
+                                         extraArguments: ["--nameserver", dnsmasq.nameserver])
+    }
+
+    /// Runs the real bskyctl against this daemon.
+    func bskyctl(_ arguments: [String], stdin: String? = nil) async throws -> CommandResult {
+        try await CommandResult.run(Binaries.path("bskyctl"), ["--socket", daemon.socketPath] + arguments,
+                                    stdin: stdin)
+    }
+
+    /// Logs every account in through bskyctl with its app password.
+    func loginAll() async throws {
+        for account in accounts {
+            let login = try await bskyctl(["login", account.handle, "--app-password"], stdin: account.appPassword + "\n")
+            try #require(login.status == 0, "login \(account.handle) failed: \(login.stderr)")
+        }
+    }
+
+    /// The `accounts.list` entries, by handle.
+    func listedAccounts() throws -> [String: JSONValue] {
+        let list = try daemon.call("accounts.list")
+        var byHandle: [String: JSONValue] = [:]
+        for account in list["accounts"]?.arrayValue ?? [] {
+            byHandle[account["handle"]?.stringValue ?? "?"] = account
+        }
+        return byHandle
+    }
+}
+
+/// What a command printed and how it exited.
+struct CommandResult: Sendable {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+
+    var json: JSONValue? { try? JSONValue.parse(Array(stdout.utf8)) }
+
+    static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
+                    environment: [String: String]? = nil) async throws -> CommandResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        let output = Pipe(), errors = Pipe(), input = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+        try process.run()
+        if let stdin {
+            input.fileHandleForWriting.write(Data(stdin.utf8))
+            try input.fileHandleForWriting.close()
+        }
+        async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
+        async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
+        let (stdoutData, stderrData) = await (out, err)
+        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
+        return CommandResult(status: process.terminationStatus,
+                             stdout: String(decoding: stdoutData, as: UTF8.self),
+                             stderr: String(decoding: stderrData, as: UTF8.self))
+    }
+}

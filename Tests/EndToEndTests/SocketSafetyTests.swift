@@ -1,0 +1,86 @@
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+@Suite("The socket: bad input, other users, a second daemon")
+struct SocketSafetyTests {
+    @Test("malformed, oversized and wrong requests each get their error; the connection and others keep working")
+    func badInputGetsErrors() async throws {
+        let directory = try TemporaryDirectory("blueskyd-bad-input")
+        defer { directory.remove() }
+        let daemon = try await DaemonProcess(directory: directory.path, testbed: nil)
+        defer { Task { await daemon.stop() } }
+        let client = try RPCClientConnection(socketPath: daemon.socketPath, timeout: .seconds(30))
+        defer { client.close() }
+        let bystander = try RPCClientConnection(socketPath: daemon.socketPath, timeout: .seconds(30))
+        defer { bystander.close() }
+
+        func exchange(_ line: String) throws -> JSONValue {
+            try client.send(rawLine: line)
+            let reply = try #require(try client.readLine())
+            return try JSONValue.parse(Array(reply.utf8))
+        }
+        func errorName(_ reply: JSONValue) -> String? { reply["error"]?["data"]?["name"]?.stringValue }
+
+        #expect(errorName(try exchange("{this is not json")) == "ParseError")
+        #expect(errorName(try exchange(String(repeating: "x", count: 2 << 20))) == "LineTooLong")
+        #expect(errorName(try exchange(#"{"jsonrpc":"2.0","id":1,"method":"no.such.method"}"#)) == "MethodNotFound")
+        #expect(errorName(try exchange(#"{"jsonrpc":"1.0","id":2,"method":"daemon.info"}"#)) == "InvalidRequest")
+        let badParams = try exchange(#"{"jsonrpc":"2.0","id":3,"method":"accounts.add","params":{"identifier":5,"password":"x"}}"#)
+        #expect(errorName(badParams) == "InvalidParams")
+        #expect(badParams["error"]?["data"]?["field"] == "identifier")
+        #expect(errorName(try exchange(#"{"jsonrpc":"2.0","id":4,"method":"xrpc.call","params":{"nsid":"app.bsky.actor.getProfile","account":"nobody.example.com"}}"#)) == "AccountNotFound")
+        #expect(errorName(try exchange(#"{"jsonrpc":"2.0","id":5,"method":"xrpc.call","params":{"nsid":"app.bsky.actor.getProfile"}}"#)) == "NoDefaultAccount")
+        let unknownNSID = try exchange(#"{"jsonrpc":"2.0","id":6,"method":"xrpc.call","params":{"nsid":"com.example.custom.thing"}}"#)
+        #expect(errorName(unknownNSID) == "InvalidParams" && unknownNSID["error"]?["data"]?["field"] == "kind")
+        #expect(errorName(try exchange(#"{"jsonrpc":"2.0","id":7,"method":"xrpc.call","params":{"nsid":"not an nsid"}}"#)) == "InvalidParams")
+        #expect(errorName(try exchange("[]")) == "EmptyBatch")
+
+        // After all that, this connection and a bystander both still work.
+        #expect(try exchange(#"{"jsonrpc":"2.0","id":8,"method":"daemon.info"}"#)["result"]?["name"] == "blueskyd")
+        #expect(try bystander.call(method: "daemon.status").get()["accounts"] == 0)
+        #expect(daemon.isRunning)
+    }
+
+    @Test("a client of another uid is refused by the peer-credential check")
+    func otherUIDRefused() async throws {
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv"),
+                     "setpriv is needed to run blueskyd as another user; install util-linux")
+        try #require(getuid() == 0, """
+            THIS TEST CANNOT SWITCH UID: it must run as root (make test does, in CI) to start blueskyd as \
+            'nobody' and connect as root. The peer-credential check is NOT verified in this run.
+            """)
+        let directory = try TemporaryDirectory("blueskyd-peercred")
+        defer { directory.remove() }
+        // blueskyd runs as nobody; root can open nobody's 0600 socket, so only SO_PEERCRED stops it.
+        let daemon = try await DaemonProcess(directory: directory.path, testbed: nil, asUser: (65534, 65534))
+        defer { Task { await daemon.stop() } }
+        let info = try await CommandResult.run("/usr/bin/setpriv", [
+            "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.path("bskyctl"),
+            "--socket", daemon.socketPath, "status", "--json",
+        ])
+        #expect(info.status == 0, "the daemon's own user is served: \(info.stderr)")
+        let refused = try await CommandResult.run(Binaries.path("bskyctl"), ["--socket", daemon.socketPath, "status"])
+        #expect(refused.status == 77, "root is refused with exit 77: \(refused.stdout) \(refused.stderr)")
+        #expect(refused.stderr.lowercased().contains("permission denied"))
+        #expect(daemon.log.contains("uid"), "the refusal is logged with the peer's uid")
+    }
+
+    @Test("a second daemon on the same state directory exits at once; a live socket is never replaced")
+    func secondDaemonRefused() async throws {
+        let directory = try TemporaryDirectory("blueskyd-single")
+        defer { directory.remove() }
+        let daemon = try await DaemonProcess(directory: directory.path, testbed: nil)
+        defer { Task { await daemon.stop() } }
+        let second = try await CommandResult.run(Binaries.path("blueskyd"), daemon.arguments)
+        #expect(second.status == 75, "exit 75: \(second.stderr)")
+        #expect(second.stderr.contains("already"), "a clear message: \(second.stderr)")
+        let other = try TemporaryDirectory("blueskyd-single-other")
+        defer { other.remove() }
+        let thief = try await CommandResult.run(Binaries.path("blueskyd"), [
+            "--state-directory", other.path, "--socket", daemon.socketPath])
+        #expect(thief.status != 0, "another state directory cannot take a live socket: \(thief.stderr)")
+        #expect(try daemon.call("daemon.info")["pid"]?.intValue == Int(daemon.pid), "the first daemon still answers")
+    }
+}
