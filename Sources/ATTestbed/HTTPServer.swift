@@ -80,11 +80,16 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 response = router.handle(request)
             }
             body = nil
-            write(response, version: requestHead.version, keepAlive: keepAlive, context: context)
+            write(
+                response, version: requestHead.version, keepAlive: keepAlive,
+                omitBody: requestHead.method == .HEAD, context: context)
         }
     }
 
-    private func write(_ response: TestbedResponse, version: HTTPVersion, keepAlive: Bool, context: ChannelHandlerContext) {
+    private func write(
+        _ response: TestbedResponse, version: HTTPVersion, keepAlive: Bool, omitBody: Bool,
+        context: ChannelHandlerContext
+    ) {
         var headers = response.headers
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
         if !keepAlive {
@@ -94,7 +99,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
         let responseHead = HTTPResponseHead(version: version, status: response.status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        if !response.body.isEmpty {
+        if !response.body.isEmpty, !omitBody {
             let buffer = context.channel.allocator.buffer(bytes: response.body)
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         }

@@ -31,7 +31,7 @@ enum JSONValue: Sendable, Equatable {
         return nil
     }
 
-    static func parse(_ bytes: some DataProtocol) -> JSONValue? {
+    static func parse(_ bytes: some Sequence<UInt8>) -> JSONValue? {
         try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 

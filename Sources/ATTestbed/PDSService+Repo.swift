@@ -74,7 +74,7 @@ extension PDSService {
         let reverse = request.query["reverse"] == "true"
         let cursor = request.query["cursor"].flatMap { $0.isEmpty ? nil : $0 }
         let page = target.data.withLock { data in
-            data.collections[collection]?.page(limit: limit, cursor: cursor, reverse: reverse) ?? ([], nil)
+            data.collections[collection]?.page(limit: limit, cursor: cursor, reverse: reverse) ?? (records: [], cursor: nil)
         }
         var body: [String: JSONValue] = [
             "records": .array(page.records.map { recordView(target.did, collection, $0) })
@@ -101,7 +101,7 @@ extension PDSService {
             request.headers.first(name: "content-type")
             .map { String($0.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces) }
             .flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
-        let blob = BlobRecord(cid: ContentID.blob(bytes), mimeType: mimeType, size: bytes.count)
+        let blob = BlobRecord(cid: ContentID.blob(Array(bytes)), mimeType: mimeType, size: bytes.count)
         auth.account.data.withLock { $0.blobs[blob.cid] = blob }
         return .json([
             "blob": [

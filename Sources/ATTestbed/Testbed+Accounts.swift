@@ -66,7 +66,7 @@ extension Testbed {
         }
     }
 
-    /// Records of one collection of an account's repo, oldest first (test inspection).
+    /// How many records one collection of an account's repo holds.
     public func recordCount(did: String, collection: String) -> Int {
         context.accounts.account(did: did)?.data.withLock { $0.collections[collection]?.count ?? 0 } ?? 0
     }

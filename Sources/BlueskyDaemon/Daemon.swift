@@ -20,7 +20,7 @@ public struct Daemon: Sendable {
     }
 
     public func run() async throws(DaemonStartupError) {
-        let stateDirectory = try open(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
+        let stateDirectory = try startup(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
         let lock: InstanceLock
         do {
             lock = try stateDirectory.acquireInstanceLock()
@@ -31,15 +31,15 @@ public struct Daemon: Sendable {
             throw DaemonStartupError(String(describing: error))
         }
         defer { withExtendedLifetime(lock) {} }
-        let key = try open(StoreKey.load(keyFile: stateDirectory.url.appendingPathComponent("store.key")))
-        let store = try open(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
-        let http = try open(OutboundHTTP(.init(
+        let key = try startup(StoreKey.load(keyFile: stateDirectory.url.appendingPathComponent("store.key")))
+        let store = try startup(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
+        let http = try startup(OutboundHTTP(.init(
             policy: HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
             extraCAFile: configuration.extraCAFile)))
         guard let plcURL = URL(string: configuration.plcURL) else {
             throw DaemonStartupError("plc_url is not a URL: \(configuration.plcURL)")
         }
-        let dns = try open(DNSTXTResolver(nameservers: configuration.nameservers))
+        let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
         let scheduler = RefreshScheduler(maxConcurrent: configuration.maxConcurrentRefreshes, now: { Date() })
         let environment = SessionEnvironment(
@@ -50,7 +50,11 @@ public struct Daemon: Sendable {
             upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },
             reschedule: { id, date in await scheduler.schedule(id, at: date) })
         let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
-        try await open(accounts.loadAll())
+        do {
+            try await accounts.loadAll()
+        } catch {
+            throw DaemonStartupError("cannot load the accounts: \(error)")
+        }
 
         let stopping = Atomic(false)
         let methods = DaemonMethods(
@@ -58,10 +62,11 @@ public struct Daemon: Sendable {
             info: DaemonInfo(socketPath: configuration.socketPath, stateDirectory: stateDirectory.url.path,
                              startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) })
-        let server = try open(RPCServer(
-            configuration: .init(socketPath: configuration.socketPath, maxLineBytes: configuration.maxLineBytes,
+        let server = RPCServer(
+            socketPath: configuration.socketPath,
+            configuration: .init(maxLineBytes: configuration.maxLineBytes,
                                  maxConcurrentRequestsPerConnection: configuration.maxRequestsPerConnection),
-            handler: methods, logger: logger))
+            handler: methods, logger: logger)
 
         let group = ServiceGroup(
             services: [
@@ -74,22 +79,24 @@ public struct Daemon: Sendable {
             "socket": "\(configuration.socketPath)", "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
         ])
+        var failure: DaemonStartupError?
         do {
             try await group.run()
         } catch {
-            logger.error("blueskyd stopped on an error", metadata: ["error": "\(error)"])
+            failure = DaemonStartupError(String(describing: error))
         }
         try? await http.shutdown()
         try? store.close()
+        if let failure {
+            logger.error("blueskyd stopped on an error", metadata: ["error": "\(failure)"])
+            throw failure
+        }
         logger.info("blueskyd stopped")
     }
 
-    private func open<T>(_ body: @autoclosure () throws -> T) throws(DaemonStartupError) -> T {
+    /// One start-up step; its failure becomes the one line blueskyd exits with.
+    private func startup<T>(_ body: @autoclosure () throws -> T) throws(DaemonStartupError) -> T {
         do { return try body() } catch { throw DaemonStartupError(String(describing: error)) }
-    }
-
-    private func open<T>(_ body: @autoclosure () async throws -> T) async throws(DaemonStartupError) -> T {
-        do { return try await body() } catch { throw DaemonStartupError(String(describing: error)) }
     }
 }
 

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 
 /// Exit statuses of blueskyd (documented in blueskyd(1)).
-public enum DaemonExitCode: Int32 {
+public enum DaemonExitCode: Int32, Sendable {
     case ok = 0
     case failure = 1
     case usage = 64

@@ -4,7 +4,7 @@ import GRDB
 /// Row mapping for the `account` table.
 ///
 /// Written by hand rather than through Codable so column names are explicit and
-/// dates are stored as seconds since 1970 (a REAL): exact round trips, cheap ordering.
+/// dates are stored as `Date.storedSeconds` (a REAL): exact round trips, cheap ordering.
 extension AccountRecord: FetchableRecord, PersistableRecord {
     public static let databaseTableName = "account"
 
@@ -35,7 +35,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
             state: state,
             stateReason: row[AccountColumn.stateReason],
             isDefault: row[AccountColumn.isDefault],
-            createdAt: Self.date(row[AccountColumn.createdAt]) ?? Date(timeIntervalSince1970: 0),
+            createdAt: Self.date(row[AccountColumn.createdAt]) ?? Date(storedSeconds: 0),
             updatedAt: Self.date(row[AccountColumn.updatedAt]),
             lastRefreshAt: Self.date(row[AccountColumn.lastRefreshAt]),
             accessExpiresAt: Self.date(row[AccountColumn.accessExpiresAt]),
@@ -53,16 +53,16 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         container[AccountColumn.state] = state.rawValue
         container[AccountColumn.stateReason] = stateReason
         container[AccountColumn.isDefault] = isDefault
-        container[AccountColumn.createdAt] = createdAt.timeIntervalSince1970
-        container[AccountColumn.updatedAt] = updatedAt.timeIntervalSince1970
-        container[AccountColumn.lastRefreshAt] = lastRefreshAt?.timeIntervalSince1970
-        container[AccountColumn.accessExpiresAt] = accessExpiresAt?.timeIntervalSince1970
-        container[AccountColumn.refreshExpiresAt] = refreshExpiresAt?.timeIntervalSince1970
-        container[AccountColumn.refreshStartedAt] = refreshStartedAt?.timeIntervalSince1970
+        container[AccountColumn.createdAt] = createdAt.storedSeconds
+        container[AccountColumn.updatedAt] = updatedAt.storedSeconds
+        container[AccountColumn.lastRefreshAt] = lastRefreshAt?.storedSeconds
+        container[AccountColumn.accessExpiresAt] = accessExpiresAt?.storedSeconds
+        container[AccountColumn.refreshExpiresAt] = refreshExpiresAt?.storedSeconds
+        container[AccountColumn.refreshStartedAt] = refreshStartedAt?.storedSeconds
     }
 
     private static func date(_ seconds: Double?) -> Date? {
-        seconds.map(Date.init(timeIntervalSince1970:))
+        seconds.map(Date.init(storedSeconds:))
     }
 }
 
@@ -97,4 +97,15 @@ enum AccountColumn {
     static let refreshStartedAt = Column("refresh_started_at")
     /// Not part of `AccountRecord`: listing accounts never touches secrets.
     static let sealedSecrets = Column("sealed_secrets")
+}
+
+extension Date {
+    /// How dates are stored: seconds since 2001-01-01 UTC, Foundation's own
+    /// representation, so a date read back compares equal to the one written
+    /// (converting to seconds since 1970 and back can lose the last bit).
+    var storedSeconds: Double { timeIntervalSinceReferenceDate }
+
+    init(storedSeconds: Double) {
+        self.init(timeIntervalSinceReferenceDate: storedSeconds)
+    }
 }

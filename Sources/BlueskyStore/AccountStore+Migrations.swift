@@ -19,7 +19,8 @@ extension AccountStore {
                 table.column("state", .text).notNull()
                 table.column("state_reason", .text)
                 table.column("is_default", .boolean).notNull().defaults(to: false)
-                // Dates are seconds since 1970 as REAL.
+                // Dates are REAL seconds since 2001-01-01 UTC (Date.storedSeconds);
+                // in sqlite3: datetime(created_at + 978307200, 'unixepoch').
                 table.column("created_at", .double).notNull()
                 table.column("updated_at", .double).notNull()
                 table.column("last_refresh_at", .double)

@@ -75,8 +75,8 @@ extension AccountStore {
                     WHERE id = ?
                     """,
                 arguments: [
-                    sealed, accessExpiresAt?.timeIntervalSince1970, refreshExpiresAt?.timeIntervalSince1970,
-                    at.timeIntervalSince1970, AccountState.active.rawValue, at.timeIntervalSince1970, id,
+                    sealed, accessExpiresAt?.storedSeconds, refreshExpiresAt?.storedSeconds,
+                    at.storedSeconds, AccountState.active.rawValue, at.storedSeconds, id,
                 ])
             guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
         }
@@ -89,7 +89,7 @@ extension AccountStore {
         try performWrite("marking a refresh as started") { db in
             try db.execute(
                 sql: "UPDATE account SET refresh_started_at = ?, updated_at = ? WHERE id = ?",
-                arguments: [at.timeIntervalSince1970, at.timeIntervalSince1970, id])
+                arguments: [at.storedSeconds, at.storedSeconds, id])
             guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
         }
     }
@@ -103,7 +103,7 @@ extension AccountStore {
             let clearMark = endsRefresh ? ", refresh_started_at = NULL" : ""
             try db.execute(
                 sql: "UPDATE account SET state = ?, state_reason = ?, updated_at = ?\(clearMark) WHERE id = ?",
-                arguments: [state.rawValue, reason, at.timeIntervalSince1970, id])
+                arguments: [state.rawValue, reason, at.storedSeconds, id])
             guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
         }
     }
@@ -115,7 +115,7 @@ extension AccountStore {
             try Self.clearDefault(db, except: id, at: at)
             try db.execute(
                 sql: "UPDATE account SET is_default = 1, updated_at = ? WHERE id = ? AND is_default = 0",
-                arguments: [at.timeIntervalSince1970, id])
+                arguments: [at.storedSeconds, id])
         }
     }
 
@@ -146,7 +146,7 @@ extension AccountStore {
     static func clearDefault(_ db: Database, except id: UUID?, at: Date) throws {
         try db.execute(
             sql: "UPDATE account SET is_default = 0, updated_at = ? WHERE is_default = 1 AND id IS NOT ?",
-            arguments: [at.timeIntervalSince1970, id])
+            arguments: [at.storedSeconds, id])
     }
 
     /// The store error explaining why `record` violates a uniqueness rule, if it is one.
@@ -154,7 +154,7 @@ extension AccountStore {
         if let existing = try UUID.fetchOne(
             db, sql: "SELECT id FROM account WHERE did = ? AND id != ?", arguments: [record.did, record.id])
         {
-            return .duplicateDID(did: record.did, existing: existing)
+            return .duplicateDID(existing: existing)
         }
         if try AccountRecord.exists(db, key: record.id) {
             return .duplicateAccountID(record.id)

@@ -5,7 +5,7 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     /// No account with this id exists (it may have been deleted meanwhile).
     case unknownAccount(UUID)
     /// An account for this DID is already registered; `existing` is its id.
-    case duplicateDID(did: String, existing: UUID)
+    case duplicateDID(existing: UUID)
     /// An account with this id is already registered.
     case duplicateAccountID(UUID)
     /// The sealed secrets of an account do not open: wrong key, tampering,
@@ -32,8 +32,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
         switch self {
         case .unknownAccount(let id):
             return "unknown account \(id.uuidString.lowercased())"
-        case .duplicateDID(let did, let existing):
-            return "an account for \(did) is already registered (id \(existing.uuidString.lowercased()))"
+        case .duplicateDID(let existing):
+            return "this account (DID) is already registered as \(existing.uuidString.lowercased())"
         case .duplicateAccountID(let id):
             return "an account with id \(id.uuidString.lowercased()) is already registered"
         case .secretDoesNotOpen(let account):

@@ -51,7 +51,7 @@ public struct AccountSummary: Sendable, Equatable {
 
 extension AccountSummary {
     /// Reads the `account` field of a method result (`{"account": Account}`).
-    static func fromResult(_ result: JSONValue) throws -> AccountSummary {
+    static func fromResult(_ result: JSONValue) throws(CtlFailure) -> AccountSummary {
         guard let account = result["account"], account.objectValue != nil else {
             throw CtlFailure.requestFailed("blueskyd's reply has no account object")
         }

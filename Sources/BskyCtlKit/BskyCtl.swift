@@ -8,23 +8,26 @@ public struct BskyCtl: ParsableCommand {
         commandName: "bskyctl",
         abstract: "Control blueskyd, the daemon that keeps Bluesky accounts signed in and proxies XRPC calls.",
         discussion: """
-            bskyctl talks to blueskyd over its Unix socket (JSON-RPC 2.0, see docs/PROTOCOL.md). \
-            It never sees or stores tokens itself.
+            bskyctl talks to blueskyd over its Unix socket (JSON-RPC 2.0, see \
+            docs/PROTOCOL.md). It never sees or stores tokens itself.
 
             SOCKET
-              --socket PATH, else $BLUESKYD_SOCKET, else $XDG_RUNTIME_DIR/blueskyd/blueskyd.sock,
+              --socket PATH, else $BLUESKYD_SOCKET,
+              else $XDG_RUNTIME_DIR/blueskyd/blueskyd.sock,
               else /tmp/blueskyd-<uid>/blueskyd.sock.
 
             ACCOUNTS
-              Wherever a command takes an <account>, it may be the account's UUID, its DID, or its
-              handle. Where the account is optional, the default account is used.
+              Wherever a command takes an <account>, it may be the account's
+              UUID, its DID, or its handle. Where the account is optional,
+              the default account is used.
 
             EXIT STATUS
               0   success
-              1   the request failed: blueskyd answered with an error, or an XRPC call returned
-                  a status of 400 or more
+              1   the request failed: blueskyd answered with an error, or an
+                  XRPC call returned a status of 400 or more
               64  usage error: bad arguments, options, or input
-              69  blueskyd is not reachable: no socket, connection refused, or it is shutting down
+              69  blueskyd is not reachable: no socket, connection refused,
+                  or it is shutting down
               77  permission denied: the socket or the daemon refused this user
 
             Errors are one line on stderr, starting with "bskyctl: ".

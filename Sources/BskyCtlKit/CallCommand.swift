@@ -15,8 +15,7 @@ struct CallCommand: ParsableCommand {
             Examples:
               bskyctl call daemon.info
               bskyctl call accounts.refresh '{"account": "alice.bsky.social"}'
-              echo '{"nsid": "app.bsky.actor.getProfile", "params": {"actor": "alice.bsky.social"}}' \\
-                | bskyctl call xrpc.call -
+              bskyctl call xrpc.call - < request.json
             """)
 
     @Argument(help: ArgumentHelp("The method, e.g. daemon.status (see docs/PROTOCOL.md).", valueName: "method"))

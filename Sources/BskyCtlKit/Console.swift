@@ -1,5 +1,4 @@
 import Foundation
-import JSONRPC
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -45,16 +44,5 @@ enum Console {
                 }
             }
         }
-    }
-}
-
-extension JSONValue {
-    /// Pretty-printed JSON with sorted keys and unescaped slashes, as bskyctl prints data.
-    var prettyPrinted: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        // Encoding a JSONValue cannot fail: every case maps onto a JSON primitive.
-        let data = (try? encoder.encode(self)) ?? Data("null".utf8)
-        return String(decoding: data, as: UTF8.self)
     }
 }

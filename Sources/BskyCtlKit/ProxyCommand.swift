@@ -24,7 +24,8 @@ struct ProxyCommand: ParsableCommand {
               bskyctl proxy app.bsky.feed.getPosts --param uris=at://… --param uris=at://…
               echo '{"repo":"did:plc:…","collection":"app.bsky.feed.post","record":{…}}' \\
                 | bskyctl proxy com.atproto.repo.createRecord --input -
-              bskyctl proxy com.atproto.repo.uploadBlob --input cat.jpg --content-type image/jpeg
+              bskyctl proxy com.atproto.repo.uploadBlob --input cat.jpg \\
+                --content-type image/jpeg
             """)
 
     @Argument(help: ArgumentHelp("The XRPC method, e.g. app.bsky.feed.getTimeline.", valueName: "nsid"))

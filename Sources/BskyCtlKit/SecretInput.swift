@@ -22,8 +22,6 @@ enum SecretInput {
         let descriptor = open("/dev/tty", O_RDWR | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        writeString(prompt, to: descriptor)
-
         var original = termios()
         let canSilence = !echo && tcgetattr(descriptor, &original) == 0
         if canSilence {
@@ -31,18 +29,20 @@ enum SecretInput {
             silent.c_lflag &= ~tcflag_t(ECHO)
             silent.c_lflag |= tcflag_t(ECHONL)
             TerminalRestore.arm(descriptor: descriptor, settings: original)
-            tcsetattr(descriptor, TCSAFLUSH, &silent)
+            tcsetattr(descriptor, TCSANOW, &silent)
         }
         defer {
             if canSilence {
-                tcsetattr(descriptor, TCSAFLUSH, &original)
+                tcsetattr(descriptor, TCSANOW, &original)
                 TerminalRestore.disarm()
             }
         }
-        return readLine(from: descriptor)
+        // The prompt goes out only once echo is off, so nothing typed after it is ever shown.
+        writeString(prompt, to: descriptor)
+        return readTerminalLine(descriptor)
     }
 
-    private static func readLine(from descriptor: Int32) -> String? {
+    private static func readTerminalLine(_ descriptor: Int32) -> String? {
         var bytes: [UInt8] = []
         var byte: UInt8 = 0
         while true {
@@ -85,7 +85,7 @@ private enum TerminalRestore {
 /// The signal handler: async-signal-safe calls only (tcsetattr, write, _exit).
 private func restoreAndExit(_ signalNumber: Int32) {
     if TerminalRestore.descriptor >= 0 {
-        tcsetattr(TerminalRestore.descriptor, TCSAFLUSH, &TerminalRestore.settings)
+        tcsetattr(TerminalRestore.descriptor, TCSANOW, &TerminalRestore.settings)
         _ = write(TerminalRestore.descriptor, "\n", 1)
     }
     _exit(128 + signalNumber)

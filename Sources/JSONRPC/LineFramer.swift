@@ -50,7 +50,7 @@ public struct LineFramer: Sendable {
         var events: [Event] = []
         var start = chunk.startIndex
         while start < chunk.endIndex {
-            let rest = UnsafeBufferPointer(rebasing: chunk[start...])
+            let rest = chunk[start...]
             let newline = rest.firstIndex(of: UInt8(ascii: "\n"))
             if skippingToNewline {
                 guard let newline else { return events }

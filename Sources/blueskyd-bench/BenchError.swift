@@ -1,3 +1,5 @@
+import BlueskyTesting
+
 /// Why a section of the benchmark could not run, in one line for the report.
 enum BenchError: Error, CustomStringConvertible {
     case upstreamFailed(String)
@@ -19,7 +21,13 @@ enum BenchError: Error, CustomStringConvertible {
     }
 }
 
-/// One line for any error: ours and the libraries' typed errors describe themselves.
+/// One line for any error: ours and the libraries' typed errors describe themselves. A daemon
+/// that died is described by its first line and the last line of its log (usually the reason).
 func describe(_ error: any Error) -> String {
-    String(describing: error).split(separator: "\n").first.map(String.init) ?? "unknown error"
+    let lines = String(describing: error).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+    guard let first = lines.first else { return "unknown error" }
+    if error is DaemonProcessError, lines.count > 1, let last = lines.last(where: { !$0.isEmpty }), last != first {
+        return "\(first) … \(last)"
+    }
+    return first
 }

@@ -116,9 +116,17 @@ enum ReplyCheck {
     }
 
     static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
-        guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
-        return needle.withUnsafeBytes { needleBytes in
-            memmem(base, haystack.count, needleBytes.baseAddress!, needle.count) != nil
+        guard let first = needle.first, haystack.count >= needle.count else { return false }
+        var index = 0
+        let last = haystack.count - needle.count
+        while index <= last {
+            if haystack[index] == first {
+                var matched = 1
+                while matched < needle.count, haystack[index + matched] == needle[matched] { matched += 1 }
+                if matched == needle.count { return true }
+            }
+            index += 1
         }
+        return false
     }
 }

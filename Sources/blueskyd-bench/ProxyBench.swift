@@ -72,6 +72,7 @@ struct ProxyBench {
         progress.say("starting blueskyd (\(Binaries.path("blueskyd")))")
         let daemon: DaemonProcess
         do {
+            try FileManager.default.createDirectory(atPath: workDirectory + "/proxy", withIntermediateDirectories: true)
             daemon = try await DaemonProcess(
                 directory: workDirectory + "/proxy", testbed: nil,
                 extraArguments: DaemonArguments.forUpstream(upstream))

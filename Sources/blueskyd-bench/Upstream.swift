@@ -1,3 +1,4 @@
+import ArgumentParser
 import ATTestbed
 import Foundation
 
@@ -43,9 +44,7 @@ struct UpstreamCommand: AsyncParsableCommand {
 
     func run() async throws {
         let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory)
-        let line = String(decoding: try JSONEncoder().encode(info), as: UTF8.self)
-        print(line)
-        fflush(stdout)
+        FileHandle.standardOutput.write(try JSONEncoder().encode(info) + Data("\n".utf8))
         await Task.detached {
             while let chunk = try? FileHandle.standardInput.read(upToCount: 4096), !chunk.isEmpty {}
         }.value

@@ -1,0 +1,114 @@
+import JSONRPC
+import Logging
+import NIOCore
+
+/// Serves one accepted connection: reads lines, runs their requests concurrently, writes the
+/// replies in request order, and closes when the client is done (or was refused).
+struct RPCConnection: Sendable {
+    let channel: NIOAsyncChannel<ByteBuffer, Never>
+    let id: UInt64
+    /// Nil when the peer's credentials could not be read (such a peer is refused).
+    let peer: PeerCredentials?
+    let handler: any RPCMethodHandler
+    let configuration: RPCServer.Configuration
+    let logger: Logger
+
+    /// Never throws: every failure ends this connection only.
+    func serve() async {
+        var logger = logger
+        logger[metadataKey: "rpc.connection"] = "\(id)"
+        if let peer {
+            logger[metadataKey: "peer.pid"] = "\(peer.pid)"
+            logger[metadataKey: "peer.uid"] = "\(peer.uid)"
+        }
+        do {
+            try await channel.executeThenClose { inbound in
+                guard let peer, peer.uid == configuration.allowedUID else {
+                    logger.warning("refused a connection from another user", metadata: [
+                        "allowed.uid": "\(configuration.allowedUID)",
+                    ])
+                    let refusal = RPCResponse(id: .null, outcome: .failure(.permissionDenied))
+                    try await write(RPCOutbound.line(for: refusal))
+                    return
+                }
+                logger.debug("connection opened")
+                let context = RPCCallContext(connectionID: id, peer: peer)
+                await exchange(inbound, context: context, logger: logger)
+            }
+            logger.debug("connection closed")
+        } catch {
+            logger.warning("connection failed", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func exchange(
+        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, context: RPCCallContext, logger: Logger
+    ) async {
+        let queue = OrderedReplyQueue(capacity: configuration.maxConcurrentRequestsPerConnection)
+        let dispatcher = RPCDispatcher(
+            handler: handler, context: context,
+            batchConcurrency: configuration.maxConcurrentRequestsPerConnection)
+        // A discarding group: a long-lived connection must not accumulate finished children.
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                do {
+                    while let reply = await queue.nextReply() {
+                        if case .line(let bytes) = reply { try await write(bytes) }
+                    }
+                } catch {
+                    // The client is gone: stop reading and drop the replies still being computed.
+                    logger.debug("writing to the connection failed", metadata: ["error": "\(error)"])
+                    queue.abort()
+                }
+            }
+            var framer = LineFramer(maxLineBytes: configuration.maxLineBytes)
+            do {
+                reading: for try await buffer in inbound {
+                    for event in framer.append(buffer.readableBytesView) {
+                        guard await submit(event, queue: queue, dispatcher: dispatcher, group: &group) else {
+                            break reading
+                        }
+                    }
+                }
+                if let last = framer.finish() {
+                    _ = await submit(last, queue: queue, dispatcher: dispatcher, group: &group)
+                }
+            } catch {
+                logger.debug("reading from the connection failed", metadata: ["error": "\(error)"])
+            }
+            // Half-close or end of input: the writer still sends every outstanding reply.
+            queue.finishTakingTickets()
+        }
+    }
+
+    /// Starts answering one framed line; false when the connection is being torn down.
+    private func submit(
+        _ event: LineFramer.Event, queue: OrderedReplyQueue, dispatcher: RPCDispatcher,
+        group: inout DiscardingTaskGroup
+    ) async -> Bool {
+        switch event {
+        case .tooLong:
+            guard let ticket = await queue.takeTicket() else { return false }
+            let response = RPCInbound.lineTooLongResponse(maxLineBytes: configuration.maxLineBytes)
+            queue.complete(ticket, with: .line(RPCOutbound.line(for: response)))
+        case .line(let line):
+            // Blank lines carry nothing (as in NDJSON): skip them rather than answer ParseError.
+            if line.allSatisfy(Self.isJSONWhitespace) { return true }
+            guard let ticket = await queue.takeTicket() else { return false }
+            group.addTask {
+                queue.complete(ticket, with: await dispatcher.reply(to: line))
+            }
+        }
+        return true
+    }
+
+    /// Waits until the bytes reached the socket: a client that does not read holds up only
+    /// its own writer (and through the queue, its own reader).
+    private func write(_ bytes: [UInt8]) async throws {
+        try await channel.channel.writeAndFlush(ByteBuffer(bytes: bytes))
+    }
+
+    private static func isJSONWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+}

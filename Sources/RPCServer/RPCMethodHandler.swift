@@ -1,0 +1,36 @@
+import JSONRPC
+
+/// Runs the methods behind the socket. The server does framing, JSON-RPC validation,
+/// batching and reply ordering: a handler only ever sees valid requests (notifications
+/// included; their outcome is dropped) and answers `.failure(.methodNotFound(...))` for
+/// methods it does not know.
+public protocol RPCMethodHandler: Sendable {
+    func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError>
+}
+
+/// The process at the other end of a connection, from `SO_PEERCRED` (as it was at connect time).
+public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
+    public var pid: Int32
+    public var uid: UInt32
+    public var gid: UInt32
+
+    public init(pid: Int32, uid: UInt32, gid: UInt32) {
+        self.pid = pid
+        self.uid = uid
+        self.gid = gid
+    }
+
+    public var description: String { "pid \(pid), uid \(uid), gid \(gid)" }
+}
+
+/// What a handler knows about the connection a request came from.
+public struct RPCCallContext: Sendable, Hashable {
+    /// Unique per server run; lets a handler tie requests of one connection together.
+    public var connectionID: UInt64
+    public var peer: PeerCredentials
+
+    public init(connectionID: UInt64, peer: PeerCredentials) {
+        self.connectionID = connectionID
+        self.peer = peer
+    }
+}

@@ -1,0 +1,101 @@
+import NIOCore
+
+/// The server's mutable state, always accessed under `RPCServer.state`'s lock.
+struct ServerState {
+    private enum Phase {
+        case idle
+        case binding
+        case listening(listener: any Channel)
+        case draining
+        case stopped
+    }
+
+    private var phase = Phase.idle
+    private var shutdownRequested = false
+    private var connections: [UInt64: any Channel] = [:]
+    private var nextConnectionID: UInt64 = 1
+    private var listeningResult: Result<Void, any Error>?
+    private var listeningWaiters: [CheckedContinuation<Void, any Error>] = []
+    private var graceTimer: Task<Void, Never>?
+    /// The task serving connections, cancelled when the grace period runs out.
+    private(set) var work: Task<(any Error)?, Never>?
+    /// The socket file this server created, removed on shutdown.
+    var socketIdentity: SocketFile.Identity?
+
+    var isShuttingDown: Bool {
+        switch phase {
+        case .draining, .stopped: true
+        default: shutdownRequested
+        }
+    }
+
+    var openConnections: [any Channel] { Array(connections.values) }
+
+    mutating func startBinding() throws {
+        guard case .idle = phase else { throw RPCServerStateError.alreadyStarted }
+        phase = .binding
+    }
+
+    /// Returns the waiters to fail.
+    mutating func bindingFailed(_ error: any Error) -> [CheckedContinuation<Void, any Error>] {
+        if case .binding = phase { phase = .stopped }
+        if listeningResult == nil { listeningResult = .failure(error) }
+        defer { listeningWaiters = [] }
+        return listeningWaiters
+    }
+
+    /// Returns the waiters to wake and whether a shutdown was requested while binding.
+    mutating func listening(
+        on listener: any Channel, work: Task<(any Error)?, Never>
+    ) -> ([CheckedContinuation<Void, any Error>], Bool) {
+        phase = .listening(listener: listener)
+        self.work = work
+        listeningResult = .success(())
+        defer { listeningWaiters = [] }
+        return (listeningWaiters, shutdownRequested)
+    }
+
+    /// Nil when the waiter was queued, else the outcome to give it now.
+    mutating func addListeningWaiter(_ waiter: CheckedContinuation<Void, any Error>) -> Result<Void, any Error>? {
+        if let listeningResult { return listeningResult }
+        listeningWaiters.append(waiter)
+        return nil
+    }
+
+    /// Moves to draining; returns what to close, or nil when there is nothing to do yet.
+    mutating func beginShutdown(
+        startingGraceTimer: () -> Task<Void, Never>
+    ) -> (listener: any Channel, connections: [any Channel])? {
+        shutdownRequested = true
+        guard case .listening(let listener) = phase else { return nil }
+        phase = .draining
+        graceTimer = startingGraceTimer()
+        return (listener, Array(connections.values))
+    }
+
+    mutating func stopped() {
+        phase = .stopped
+        graceTimer?.cancel()
+        graceTimer = nil
+        work = nil
+    }
+
+    /// Returns the new connection's id, and whether it must stop reading at once (draining).
+    mutating func register(_ channel: any Channel) -> (UInt64, Bool) {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        connections[id] = channel
+        return (id, isShuttingDown)
+    }
+
+    mutating func unregister(_ id: UInt64) {
+        connections[id] = nil
+    }
+}
+
+/// Misuse of the server object itself.
+enum RPCServerStateError: Error, CustomStringConvertible {
+    case alreadyStarted
+
+    var description: String { "RPCServer.run() was called more than once" }
+}

@@ -1,0 +1,103 @@
+import BlueskyStore
+import Crypto
+import Foundation
+import GRDB
+import Testing
+
+@Suite("Secrets at rest and durability")
+struct SecretSealingTests {
+    @Test("a sealed secret copied into another account's row does not open")
+    func movedSecretFails() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let victim = Fixtures.record()
+        let attacker = Fixtures.record()
+        try store.insert(victim, secrets: Fixtures.secrets())
+        try store.insert(attacker, secrets: Fixtures.secrets())
+
+        // Someone with write access to the file swaps the blobs with plain SQL.
+        let raw = try DatabaseQueue(path: store.databasePath)
+        try raw.write { db in
+            try db.execute(
+                sql: "UPDATE account SET sealed_secrets = (SELECT sealed_secrets FROM account WHERE id = ?) WHERE id = ?",
+                arguments: [victim.id, attacker.id])
+        }
+        try raw.close()
+
+        let error = #expect(throws: StoreError.self) { try store.secrets(for: attacker.id) }
+        #expect(error == .secretDoesNotOpen(account: attacker.id))
+        #expect(error?.description.contains(attacker.id.uuidString.lowercased()) == true)
+        // The untouched account still opens.
+        #expect(throws: Never.self) { try store.secrets(for: victim.id) }
+    }
+
+    @Test("secrets do not open with another key")
+    func wrongKeyFails() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let record = Fixtures.record()
+        do {
+            let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+            try store.insert(record, secrets: Fixtures.secrets())
+            try store.close()
+        }
+        let reopened = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        // Metadata stays readable; only the secrets are refused.
+        #expect(try reopened.account(id: record.id) == record)
+        #expect(throws: StoreError.secretDoesNotOpen(account: record.id)) {
+            try reopened.secrets(for: record.id)
+        }
+    }
+
+    @Test("no token appears in the database or WAL file bytes")
+    func tokensAreNotInPlainText() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let record = Fixtures.record()
+        let original = Fixtures.secrets()
+        let rotated = Fixtures.secrets()
+        try store.insert(record, secrets: original)
+        try store.saveRefreshedSession(
+            id: record.id, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil, at: Date())
+
+        var fileBytes = Data()
+        for suffix in ["", "-wal", "-shm"] {
+            if let data = FileManager.default.contents(atPath: store.databasePath + suffix) {
+                fileBytes.append(data)
+            }
+        }
+        // The search sees the rows (their DID is there in clear)...
+        #expect(fileBytes.contains(record.did))
+        // ...but no token, old or new.
+        for token in [original.accessToken, original.refreshToken, rotated.accessToken, rotated.refreshToken] {
+            #expect(!fileBytes.contains(token))
+        }
+    }
+
+    @Test("the writer commits with synchronous = FULL")
+    func writerIsFullySynchronous() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        #expect(try store.writerSynchronousMode() == 2)
+        // Still FULL after writes went through the same writer connection.
+        try store.insert(Fixtures.record(), secrets: Fixtures.secrets())
+        #expect(try store.writerSynchronousMode() == 2)
+    }
+
+    @Test("the store directory is 0700 and the database files 0600")
+    func filePermissions() throws {
+        let parent = try TemporaryDirectory()
+        defer { parent.remove() }
+        let directory = parent.appending("state/blueskyd")
+        let store = try Fixtures.openStore(in: directory, key: SymmetricKey(size: .bits256))
+        try store.insert(Fixtures.record(), secrets: Fixtures.secrets())
+
+        #expect(try Fixtures.permissions(of: directory.path) == 0o700)
+        #expect(try Fixtures.permissions(of: store.databasePath) == 0o600)
+        #expect(try Fixtures.permissions(of: store.databasePath + "-wal") == 0o600)
+        #expect(try Fixtures.permissions(of: store.databasePath + "-shm") == 0o600)
+    }
+}

@@ -1,0 +1,65 @@
+import BlueskyStore
+import Crypto
+import Foundation
+import Logging
+
+/// A fresh directory under /tmp, removed by `remove()`.
+struct TemporaryDirectory {
+    let url: URL
+
+    init() throws {
+        url = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("blueskystore-tests-\(UUID().uuidString)", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    var path: String { url.path }
+
+    func appending(_ component: String) -> URL { url.appendingPathComponent(component) }
+
+    func remove() {
+        try? FileManager.default.removeItem(at: url)
+    }
+}
+
+enum Fixtures {
+    static let logger = Logger(label: "BlueskyStoreTests")
+
+    static func openStore(in directory: URL, key: SymmetricKey) throws -> AccountStore {
+        try AccountStore(directory: directory, key: key, logger: logger)
+    }
+
+    static func record(
+        did: String = "did:plc:\(UUID().uuidString.prefix(24).lowercased())",
+        handle: String? = nil,
+        createdAt: Date = Date(),
+        isDefault: Bool = false
+    ) -> AccountRecord {
+        AccountRecord(
+            did: did, handle: handle ?? "user-\(UUID().uuidString.prefix(8).lowercased()).test",
+            handleVerified: true, pds: "https://pds.example.test", authKind: .appPassword,
+            isDefault: isDefault, createdAt: createdAt)
+    }
+
+    /// Secrets with tokens unique to this call, so a leak is found by a byte search.
+    static func secrets() -> AccountSecrets {
+        AccountSecrets(
+            accessToken: "access-\(UUID().uuidString)-token",
+            refreshToken: "refresh-\(UUID().uuidString)-token")
+    }
+
+    static func bytes(of key: SymmetricKey) -> Data {
+        key.withUnsafeBytes { Data($0) }
+    }
+
+    static func permissions(of path: String) throws -> Int {
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+}
+
+extension Data {
+    func contains(_ needle: String) -> Bool {
+        range(of: Data(needle.utf8)) != nil
+    }
+}

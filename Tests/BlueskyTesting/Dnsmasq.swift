@@ -1,0 +1,145 @@
+import Foundation
+
+/// A private dnsmasq serving the TXT records (and A records) of one test on a free port of the
+/// loopback. Point a DNS client at ``nameserver``. Stopped by ``stop()`` or when released.
+public final class Dnsmasq: Sendable {
+    public static let executable = "/usr/sbin/dnsmasq"
+
+    public enum Failure: Error, CustomStringConvertible {
+        case notInstalled
+        case couldNotStart(reason: String, log: String)
+
+        public var description: String {
+            switch self {
+            case .notInstalled: "\(Dnsmasq.executable) is not installed"
+            case .couldNotStart(let reason, let log): "dnsmasq could not start: \(reason)\n\(log)"
+            }
+        }
+    }
+
+    public let listenAddress: String
+    public let port: UInt16
+    /// dnsmasq's log (every query is logged), handy in a failure message.
+    public let logFile: String
+    private let directory: String
+    private let process: ProcessRunner
+    /// A name only this instance answers, so the readiness probe cannot be fooled by another
+    /// server that already held the port.
+    private let probeName: String
+
+    /// `host:port` for a DNS client, e.g. `127.0.0.1:35353` or `[::1]:35353`.
+    public var nameserver: String {
+        listenAddress.contains(":") ? "[\(listenAddress)]:\(port)" : "\(listenAddress):\(port)"
+    }
+
+    /// The log written so far.
+    public var log: String {
+        (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? ""
+    }
+
+    /// Starts dnsmasq answering `txtRecords` (one character-string each) and `addresses`
+    /// (`domain` and its subdomains map to `ip`); every other name is NXDOMAIN.
+    public static func start(
+        txtRecords: [(name: String, value: String)],
+        addresses: [(domain: String, ip: String)] = [],
+        listenAddress: String = "127.0.0.1"
+    ) async throws -> Dnsmasq {
+        try await start(txtRecordStrings: txtRecords.map { (name: $0.name, strings: [$0.value]) },
+                        addresses: addresses, listenAddress: listenAddress)
+    }
+
+    /// Like ``start(txtRecords:addresses:listenAddress:)``, but each TXT record may hold several
+    /// character-strings (`strings`, each at most 255 bytes), as long DNS TXT values do.
+    public static func start(
+        txtRecordStrings: [(name: String, strings: [String])],
+        addresses: [(domain: String, ip: String)] = [],
+        listenAddress: String = "127.0.0.1"
+    ) async throws -> Dnsmasq {
+        guard FileManager.default.isExecutableFile(atPath: executable) else { throw Failure.notInstalled }
+        var lastFailure = ""
+        for _ in 0..<20 {
+            let port = UInt16.random(in: 20_000...60_000)
+            let instance = try Dnsmasq(port: port, listenAddress: listenAddress,
+                                       txtRecords: txtRecordStrings, addresses: addresses)
+            switch await instance.waitUntilAnswering() {
+            case .answering:
+                return instance
+            case .portInUse:
+                lastFailure = "port \(port) in use"
+                continue
+            case .failed(let reason):
+                throw Failure.couldNotStart(reason: reason, log: instance.log)
+            }
+        }
+        throw Failure.couldNotStart(reason: "no free port found (last: \(lastFailure))", log: "")
+    }
+
+    private init(port: UInt16, listenAddress: String,
+                 txtRecords: [(name: String, strings: [String])], addresses: [(domain: String, ip: String)]) throws {
+        directory = FileManager.default.temporaryDirectory
+            .appendingPathComponent("dnsmasq-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.port = port
+        self.listenAddress = listenAddress
+        self.logFile = directory + "/dnsmasq-\(port).log"
+        let configFile = directory + "/dnsmasq-\(port).conf"
+        probeName = "probe-\(UUID().uuidString.prefix(8).lowercased()).invalid"
+        try Self.configuration(txtRecords: txtRecords, addresses: addresses + [(domain: probeName, ip: "127.0.0.1")])
+            .write(toFile: configFile, atomically: true, encoding: .utf8)
+        process = ProcessRunner(Self.executable, [
+            "--keep-in-foreground", "--conf-file=\(configFile)",
+            "--no-resolv", "--no-hosts", "--bind-interfaces",
+            "--listen-address=\(listenAddress)", "--port=\(port)",
+            "--user=root", "--pid-file=", "--log-facility=\(logFile)", "--log-queries",
+        ], logFile: directory + "/dnsmasq-\(port).stderr")
+        try process.start()
+    }
+
+    deinit {
+        process.terminate()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Stops dnsmasq; safe to call more than once.
+    public func stop() {
+        process.terminate()
+    }
+
+    /// A config file (not command-line options) so that quoted TXT strings keep commas and spaces.
+    static func configuration(txtRecords: [(name: String, strings: [String])],
+                              addresses: [(domain: String, ip: String)]) -> String {
+        var lines: [String] = []
+        for record in txtRecords {
+            let strings = record.strings.map { "\"" + escaped($0) + "\"" }.joined(separator: ",")
+            lines.append("txt-record=\(record.name),\(strings)")
+        }
+        for address in addresses {
+            lines.append("address=/\(address.domain)/\(address.ip)")
+        }
+        // Everything not listed above: NXDOMAIN (instead of REFUSED for lack of upstream servers).
+        lines.append("address=/#/")
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    private static func escaped(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+    }
+
+    private enum StartOutcome { case answering, portInUse, failed(String) }
+
+    /// Polls with a real DNS query until dnsmasq answers, or it exits, or 10 s pass.
+    private func waitUntilAnswering() async -> StartOutcome {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if !process.isRunning {
+                let output = log + ((try? String(contentsOfFile: directory + "/dnsmasq-\(port).stderr", encoding: .utf8)) ?? "")
+                return output.contains("in use") ? .portInUse : .failed("dnsmasq exited at start")
+            }
+            if await DNSProbe.answers(host: listenAddress, port: port, name: probeName, timeoutMilliseconds: 100) {
+                return .answering
+            }
+        }
+        process.terminate()
+        return .failed("dnsmasq did not answer on \(nameserver) within 10 s")
+    }
+}
