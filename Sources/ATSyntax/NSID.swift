@@ -2,7 +2,6 @@
 /// a reversed domain name (the authority) followed by a name.
 public struct NSID: Sendable, Hashable {
     public static let maxLength = 317
-    public static let maxAuthorityLength = 253
     public static let maxNameLength = 63
 
     /// The NSID exactly as given.
@@ -28,10 +27,6 @@ public struct NSID: Sendable, Hashable {
         guard let tldFirst = authority.first?.utf8.first, DomainRules.isASCIILetter(tldFirst) else {
             throw fail("the first segment (top-level domain) must start with a letter")
         }
-        let authorityLength = authority.reduce(authority.count - 1) { $0 + $1.utf8.count }
-        guard authorityLength <= Self.maxAuthorityLength else {
-            throw fail("the domain authority is longer than \(Self.maxAuthorityLength) characters")
-        }
         let name = segments[segments.count - 1].utf8
         guard let nameFirst = name.first else { throw fail("the name (last segment) is empty") }
         guard name.count <= Self.maxNameLength else {
@@ -48,7 +43,8 @@ public struct NSID: Sendable, Hashable {
         self = nsid
     }
 
-    /// The domain authority in normal DNS order: `atproto.com` for `com.atproto.server.createSession`.
+    /// The domain authority in normal DNS order (every segment but the name, reversed):
+    /// `server.atproto.com` for `com.atproto.server.createSession`.
     public var authority: String {
         string.split(separator: ".").dropLast().reversed().joined(separator: ".")
     }

@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// The HTTPS listener: TLS, HTTP/1.1 with keep-alive and pipelining, one handler per connection
 /// that aggregates each request and answers it from the (in-memory, non-blocking) router.
@@ -11,7 +12,8 @@ enum HTTPServer {
         port: Int,
         tls: NIOSSLContext,
         maxBodyBytes: Int,
-        router: Router
+        router: Router,
+        connections: ConnectionRegistry
     ) async throws -> any Channel {
         try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 1024)
@@ -19,7 +21,8 @@ enum HTTPServer {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             .childChannelOption(.maxMessagesPerRead, value: 16)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                connections.track(channel)
+                return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.addHandler(NIOSSLServerHandler(context: tls))
                     try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: true)
@@ -28,6 +31,25 @@ enum HTTPServer {
             }
             .bind(host: host, port: port)
             .get()
+    }
+}
+
+/// The open client connections, so shutting down can drop them too (a stopped testbed must
+/// look unreachable, also to clients holding keep-alive connections).
+final class ConnectionRegistry: Sendable {
+    private let open = Mutex<[ObjectIdentifier: any Channel]>([:])
+
+    func track(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        open.withLock { $0[id] = channel }
+        channel.closeFuture.whenComplete { [weak self] _ in
+            self?.open.withLock { _ = $0.removeValue(forKey: id) }
+        }
+    }
+
+    func closeAll() async {
+        let channels = open.withLock { Array($0.values) }
+        for channel in channels { try? await channel.close() }
     }
 }
 

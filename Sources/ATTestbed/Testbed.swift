@@ -13,13 +13,18 @@ public final class Testbed: Sendable {
     public let port: Int
     let context: TestbedContext
     private let channel: any Channel
+    private let connections: ConnectionRegistry
 
-    private init(configuration: TestbedConfiguration, caFile: String, port: Int, context: TestbedContext, channel: any Channel) {
+    private init(
+        configuration: TestbedConfiguration, caFile: String, port: Int, context: TestbedContext,
+        channel: any Channel, connections: ConnectionRegistry
+    ) {
         self.configuration = configuration
         self.caFile = caFile
         self.port = port
         self.context = context
         self.channel = channel
+        self.connections = connections
     }
 
     /// Generates the CA and server certificate, writes `ca.pem`, and starts listening.
@@ -27,6 +32,7 @@ public final class Testbed: Sendable {
         let certificates = try TestbedCertificates(domain: configuration.domain, bindAddress: configuration.bindAddress)
         let tls = try certificates.makeServerContext()
         let context = TestbedContext(configuration: configuration)
+        let connections = ConnectionRegistry()
         let channel: any Channel
         do {
             channel = try await HTTPServer.bind(
@@ -34,7 +40,8 @@ public final class Testbed: Sendable {
                 port: configuration.port,
                 tls: tls,
                 maxBodyBytes: configuration.maxRequestBodyBytes,
-                router: Router(context: context)
+                router: Router(context: context),
+                connections: connections
             )
         } catch {
             throw TestbedError.bindFailed(address: configuration.bindAddress, port: configuration.port, reason: "\(error)")
@@ -50,7 +57,8 @@ public final class Testbed: Sendable {
         }
         var bound = configuration
         bound.port = port
-        return Testbed(configuration: bound, caFile: caFile, port: port, context: context, channel: channel)
+        return Testbed(configuration: bound, caFile: caFile, port: port, context: context, channel: channel,
+            connections: connections)
     }
 
     public var plcURL: String { context.plcURL }
@@ -58,9 +66,10 @@ public final class Testbed: Sendable {
     /// The PDS's service DID (`aud` of its tokens).
     public var pdsDID: String { context.pdsDID }
 
-    /// Stops listening and closes the listener; open connections are dropped.
+    /// Stops listening and drops every open connection.
     public func shutdown() async throws {
         try await channel.close()
+        await connections.closeAll()
     }
 }
 

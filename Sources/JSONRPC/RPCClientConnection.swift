@@ -14,6 +14,8 @@ public final class RPCClientConnection {
     public let socketPath: String
     private let fd: Int32
     private var readBuffer: [UInt8] = []
+    /// Where recv(2) writes, reused for every read.
+    private var receiveBuffer = [UInt8](repeating: 0, count: 64 * 1024)
     /// Bytes at the front of `readBuffer` that were already returned as lines.
     private var consumed = 0
     /// Bytes of `readBuffer` already searched for a newline.
@@ -61,7 +63,18 @@ public final class RPCClientConnection {
     public func call(method: String, params: JSONValue? = nil) throws -> Result<JSONValue, RPCError> {
         let id = nextID
         nextID += 1
-        try send(line: RPCOutbound.line(for: RPCRequest(id: .number(Double(id)), method: method, params: params)))
+        do {
+            try send(line: RPCOutbound.line(for: RPCRequest(id: .number(Double(id)), method: method, params: params)))
+        } catch RPCClientError.connectionClosed {
+            // A daemon refusing our uid answers at once and hangs up, possibly before our
+            // request got through: its refusal may still be waiting to be read.
+            if let line = try? readLineBytes(), let value = try? JSONValue.parse(line),
+               let response = RPCResponse(json: value), case .failure(let error) = response.outcome,
+               error.name == "PermissionDenied" {
+                throw RPCClientError.permissionDenied(socketPath)
+            }
+            throw RPCClientError.connectionClosed
+        }
         guard let line = try readLineBytes() else { throw RPCClientError.connectionClosed }
         guard let value = try? JSONValue.parse(line), let response = RPCResponse(json: value) else {
             throw RPCClientError.malformedReply("not a JSON-RPC reply object")
@@ -112,8 +125,11 @@ public final class RPCClientConnection {
     }
 
     private func compactReadBuffer() {
-        // Drop returned lines only once they dominate the buffer, so compaction stays linear.
-        if consumed > 64 * 1024, consumed * 2 > readBuffer.count {
+        if consumed == readBuffer.count {
+            readBuffer.removeAll(keepingCapacity: true)
+            (consumed, scanned) = (0, 0)
+        } else if consumed > 64 * 1024, consumed * 2 > readBuffer.count {
+            // Drop returned lines only once they dominate the buffer, so compaction stays linear.
             readBuffer.removeFirst(consumed)
             scanned -= consumed
             consumed = 0
@@ -121,14 +137,11 @@ public final class RPCClientConnection {
     }
 
     private func fillReadBuffer() throws -> Int {
-        let chunkSize = 64 * 1024
-        let oldCount = readBuffer.count
-        readBuffer.append(contentsOf: repeatElement(0, count: chunkSize))
-        let received = readBuffer.withUnsafeMutableBytes { raw in
-            UnixSocketClient.retryingOnInterrupt { recv(fd, raw.baseAddress! + oldCount, chunkSize, 0) }
+        let received = receiveBuffer.withUnsafeMutableBytes { raw in
+            UnixSocketClient.retryingOnInterrupt { recv(fd, raw.baseAddress!, raw.count, 0) }
         }
-        readBuffer.removeLast(chunkSize - max(received, 0))
         guard received >= 0 else { throw UnixSocketClient.ioError("recv", errno) }
+        receiveBuffer.withUnsafeBufferPointer { readBuffer.append(contentsOf: $0[..<received]) }
         return received
     }
 

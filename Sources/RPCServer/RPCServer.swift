@@ -56,14 +56,19 @@ public final class RPCServer: Sendable {
             state.withLock { $0.bindingFailed(error) }.forEach { $0.resume(throwing: error) }
             throw error
         }
-        let work = Task { await serveConnections(listening) }
-        let (waiters, shutdownRequested) = state.withLock { $0.listening(on: listening.channel, work: work) }
+        let finished = CompletionSignal<(any Error)?>()
+        let work = Task { finished.complete(await serveConnections(listening)) }
+        let (waiters, shutdownRequested) = state.withLock {
+            $0.listening(on: listening.channel, work: work, finished: finished)
+        }
         waiters.forEach { $0.resume() }
         logger.info("listening", metadata: ["rpc.listener": "\(listener)"])
         if shutdownRequested { shutdownGracefully() }
 
+        // Not `work.value`: after the grace period a handler that ignores cancellation must
+        // not keep the daemon from stopping.
         let acceptFailure = await withTaskCancellationHandler {
-            await work.value
+            await finished.wait()
         } onCancel: {
             shutdownGracefully()
         }
@@ -83,7 +88,7 @@ public final class RPCServer: Sendable {
                 Task {
                     // Cancelled when everything finished in time.
                     guard (try? await Task.sleep(for: grace)) != nil else { return }
-                    self.forceClose()
+                    await self.forceClose()
                 }
             }
         }
@@ -107,11 +112,16 @@ public final class RPCServer: Sendable {
     }
 
     /// After the grace period: closes whatever is still open and cancels its handlers.
-    private func forceClose() {
-        let (connections, work) = state.withLock { ($0.openConnections, $0.work) }
-        guard !connections.isEmpty else { return }
+    private func forceClose() async {
+        let (connections, work, finished) = state.withLock { ($0.openConnections, $0.work, $0.finished) }
         logger.warning("grace period over: closing connections", metadata: ["connections": "\(connections.count)"])
         for connection in connections { connection.close(promise: nil) }
         work?.cancel()
+        // Cancelled handlers get a moment to return; one that ignores cancellation is abandoned.
+        guard (try? await Task.sleep(for: .seconds(1))) != nil else { return }
+        if !state.withLock({ $0.openConnections.isEmpty }) {
+            logger.warning("abandoning request handlers that ignored cancellation")
+        }
+        finished?.complete(nil)
     }
 }

@@ -18,7 +18,9 @@ struct ServerState {
     private var listeningWaiters: [CheckedContinuation<Void, any Error>] = []
     private var graceTimer: Task<Void, Never>?
     /// The task serving connections, cancelled when the grace period runs out.
-    private(set) var work: Task<(any Error)?, Never>?
+    private(set) var work: Task<Void, Never>?
+    /// Completed when serving is over (or abandoned after the grace period).
+    private(set) var finished: CompletionSignal<(any Error)?>?
     /// The socket file this server created, removed on shutdown.
     var socketIdentity: SocketFile.Identity?
 
@@ -46,10 +48,11 @@ struct ServerState {
 
     /// Returns the waiters to wake and whether a shutdown was requested while binding.
     mutating func listening(
-        on listener: any Channel, work: Task<(any Error)?, Never>
+        on listener: any Channel, work: Task<Void, Never>, finished: CompletionSignal<(any Error)?>
     ) -> ([CheckedContinuation<Void, any Error>], Bool) {
         phase = .listening(listener: listener)
         self.work = work
+        self.finished = finished
         listeningResult = .success(())
         defer { listeningWaiters = [] }
         return (listeningWaiters, shutdownRequested)
@@ -78,6 +81,7 @@ struct ServerState {
         graceTimer?.cancel()
         graceTimer = nil
         work = nil
+        finished = nil
     }
 
     /// Returns the new connection's id, and whether it must stop reading at once (draining).

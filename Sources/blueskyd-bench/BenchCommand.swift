@@ -50,7 +50,7 @@ struct RunBenchmark: AsyncParsableCommand {
             settleSeconds: max(0, settleSeconds),
             sections: Set(sections.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }),
             inProcessUpstream: inProcessUpstream)
-        let progress = Progress(enabled: true)
+        let progress = ProgressLog(enabled: true)
         let report = await BenchRun(options: options, progress: progress).run()
         if json {
             print(report.jsonText())
@@ -78,7 +78,7 @@ struct BenchOptions: Sendable {
 }
 
 /// Progress lines go to standard error so `--json` output stays clean.
-struct Progress: Sendable {
+struct ProgressLog: Sendable {
     let enabled: Bool
     func say(_ line: String) {
         guard enabled else { return }

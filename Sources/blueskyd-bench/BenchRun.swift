@@ -6,7 +6,7 @@ import Foundation
 /// failure is reported and the next section still runs.
 struct BenchRun {
     let options: BenchOptions
-    let progress: Progress
+    let progress: ProgressLog
 
     func run() async -> BenchReport {
         // blueskyd must read the key file the store was seeded with, not a systemd credential.
@@ -25,6 +25,9 @@ struct BenchRun {
             return report
         }
         defer { work.remove() }
+        if ProcessInfo.processInfo.environment["BLUESKYD_HERMETIC"] != "1" {
+            report.problems.append("not run under scripts/hermetic-run: the tbN.test names may not resolve (use `make bench`)")
+        }
 
         let upstream = await startUpstream(directory: work.path + "/testbed", report: &report)
         if options.wants("throughput") || options.wants("latency") {

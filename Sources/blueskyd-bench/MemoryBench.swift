@@ -6,7 +6,7 @@ struct MemoryBench {
     let options: BenchOptions
     let upstream: UpstreamInfo?
     let workDirectory: String
-    let progress: Progress
+    let progress: ProgressLog
 
     /// Seeds a fresh state directory with `count` accounts, starts blueskyd on it, lets it
     /// settle and reads its VmRSS.
@@ -39,7 +39,7 @@ struct MemoryBench {
         result.startSeconds = (ContinuousClock.now - launch).inSeconds
         Watchdog.track(daemon.pid)
         do {
-            let status = try daemon.call("daemon.status")
+            let status = try await daemon.call("daemon.status")
             result.accountsLoaded = status["accounts"]?.intValue
             try await Task.sleep(for: .seconds(options.settleSeconds))
             if let memory = ProcessMemory.read(pid: daemon.pid) {

@@ -10,7 +10,7 @@ struct ProxyBench {
     let options: BenchOptions
     let upstream: UpstreamInfo
     let workDirectory: String
-    let progress: Progress
+    let progress: ProgressLog
 
     func run(into report: inout BenchReport) async {
         // Shutting the group down at the end also closes every socket connection to the daemon.
@@ -81,13 +81,13 @@ struct ProxyBench {
         }
         Watchdog.track(daemon.pid)
         do {
-            try daemon.call("accounts.add", ["identifier": .string(upstream.did), "password": .string(upstream.appPassword)])
+            try await daemon.call("accounts.add", ["identifier": .string(upstream.did), "password": .string(upstream.appPassword)])
         } catch {
             throw BenchError.daemonFailed("accounts.add: \(describe(error))")
         }
         let params: JSONValue = ["nsid": .string(benchNSID), "account": .string(upstream.did),
                                  "params": ["actor": .string(upstream.did)]]
-        let result = try daemon.call("xrpc.call", params)
+        let result = try await daemon.call("xrpc.call", params)
         guard result["status"]?.intValue == 200 else {
             throw BenchError.unexpectedReply("xrpc.call through blueskyd returned status \(result["status"]?.intValue ?? -1)")
         }

@@ -28,7 +28,7 @@ struct SyntaxRuleTests {
             _ = try Handle(validating: "john.0")
             Issue.record("john.0 was accepted")
         } catch {
-            #expect(error.description.contains("top-level domain must start with a letter"))
+            #expect(error.description.contains("(top-level domain) must start with a letter"))
             #expect(error.description.contains("john.0"))
         }
         do {
@@ -59,7 +59,7 @@ struct SyntaxRuleTests {
 
     @Test func nsidAccessors() throws {
         let nsid = try NSID(validating: "com.atproto.server.createSession")
-        #expect(nsid.authority == "atproto.com")
+        #expect(nsid.authority == "server.atproto.com")
         #expect(nsid.name == "createSession")
         #expect(NSID("com.example.name-with-hyphen") == nil)
     }

@@ -84,6 +84,17 @@ struct ServerBehaviourTests {
         await harness.stop()
     }
 
+    @Test("shutdown drops keep-alive connections too, so the testbed looks unreachable")
+    func shutdownDropsConnections() async throws {
+        let harness = try await TestbedHarness.start()
+        #expect(try await harness.pds.send(.get("/xrpc/com.atproto.server.describeServer")).status == 200)
+        try await harness.testbed.shutdown()
+        await #expect(throws: (any Error).self) {
+            _ = try await harness.pds.send(.get("/xrpc/com.atproto.server.describeServer"))
+        }
+        await harness.stop()
+    }
+
     @Test("A body larger than the limit is refused with 413")
     func bodyLimit() async throws {
         let harness = try await TestbedHarness.start { $0.maxRequestBodyBytes = 1024 }

@@ -36,9 +36,13 @@ final class TestHTTPSConnection: Sendable {
         self.collector = collector
     }
 
-    static func open(_ testbed: Testbed, host: String) async throws -> TestHTTPSConnection {
+    /// Connects to the testbed's address; `trusting` is the CA file to verify against (the
+    /// testbed's own by default).
+    static func open(_ testbed: Testbed, host: String, trusting caFile: String? = nil) async throws
+        -> TestHTTPSConnection
+    {
         var tls = TLSConfiguration.makeClientConfiguration()
-        tls.trustRoots = .file(testbed.caFile)
+        tls.trustRoots = .file(caFile ?? testbed.caFile)
         let sslContext = try NIOSSLContext(configuration: tls)
         let group = MultiThreadedEventLoopGroup.singleton
         let channel = try await ClientBootstrap(group: group)

@@ -39,15 +39,17 @@ struct AccountStoreTests {
         let key = SymmetricKey(size: .bits256)
         let record = Fixtures.record()
         let secrets = Fixtures.secrets()
+        let madeDefaultAt = record.createdAt.addingTimeInterval(60)
         do {
             let store = try Fixtures.openStore(in: directory.url, key: key)
             try store.insert(record, secrets: secrets)
-            try store.setDefault(id: record.id)
+            try store.setDefault(id: record.id, at: madeDefaultAt)
             try store.close()
         }
         let reopened = try Fixtures.openStore(in: directory.url, key: key)
         var expected = record
         expected.isDefault = true
+        expected.updatedAt = madeDefaultAt
         #expect(try reopened.allAccounts() == [expected])
         #expect(try reopened.defaultAccount()?.id == record.id)
         #expect(try reopened.secrets(for: record.id) == secrets)

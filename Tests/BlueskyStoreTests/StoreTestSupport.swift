@@ -23,7 +23,11 @@ struct TemporaryDirectory {
 }
 
 enum Fixtures {
-    static let logger = Logger(label: "BlueskyStoreTests")
+    static let logger: Logger = {
+        var logger = Logger(label: "BlueskyStoreTests")
+        logger.logLevel = .warning
+        return logger
+    }()
 
     static func openStore(in directory: URL, key: SymmetricKey) throws -> AccountStore {
         try AccountStore(directory: directory, key: key, logger: logger)

@@ -64,22 +64,37 @@ public final class DaemonProcess: @unchecked Sendable {
             guard process.isRunning else {
                 throw DaemonProcessError.exited(status: process.terminationStatus, log: log)
             }
-            if let connection = try? RPCClientConnection(socketPath: socketPath, timeout: .seconds(5)),
-               case .success = try? connection.call(method: "daemon.info") {
-                connection.close()
-                return
-            }
+            if try await answers() { return }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw DaemonProcessError.notReady(log: log)
     }
 
-    /// One call on a fresh connection; an RPC error is thrown.
+    /// One call on a fresh connection (off the concurrency pool); an RPC error is thrown.
     @discardableResult
-    public func call(_ method: String, _ params: JSONValue? = nil) throws -> JSONValue {
-        let connection = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(60))
-        defer { connection.close() }
-        return try connection.call(method: method, params: params).get()
+    public func call(_ method: String, _ params: JSONValue? = nil) async throws -> JSONValue {
+        let socketPath = self.socketPath
+        return try await offThePool {
+            let connection = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(60))
+            defer { connection.close() }
+            return try connection.call(method: method, params: params).get()
+        }
+    }
+
+    /// True once the server answers, even with `PermissionDenied` (a daemon of another uid).
+    private func answers() async throws -> Bool {
+        let socketPath = self.socketPath
+        return try await offThePool {
+            guard let connection = try? RPCClientConnection(socketPath: socketPath, timeout: .seconds(5)) else {
+                return false
+            }
+            defer { connection.close() }
+            switch Result(catching: { try connection.call(method: "daemon.info") }) {
+            case .success(.success): return true
+            case .failure(RPCClientError.permissionDenied): return true
+            default: return false
+            }
+        }
     }
 
     /// SIGTERM, then waits for the exit status.

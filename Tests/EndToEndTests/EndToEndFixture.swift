@@ -50,7 +50,7 @@ final class EndToEndFixture: @unchecked Sendable {
 
     /// Runs the real bskyctl against this daemon.
     func bskyctl(_ arguments: [String], stdin: String? = nil) async throws -> CommandResult {
-        try await CommandResult.run(Binaries.path("bskyctl"), ["--socket", daemon.socketPath] + arguments,
+        try await CommandResult.run(Binaries.path("bskyctl"), arguments + ["--socket", daemon.socketPath],
                                     stdin: stdin)
     }
 
@@ -63,8 +63,8 @@ final class EndToEndFixture: @unchecked Sendable {
     }
 
     /// The `accounts.list` entries, by handle.
-    func listedAccounts() throws -> [String: JSONValue] {
-        let list = try daemon.call("accounts.list")
+    func listedAccounts() async throws -> [String: JSONValue] {
+        let list = try await daemon.call("accounts.list")
         var byHandle: [String: JSONValue] = [:]
         for account in list["accounts"]?.arrayValue ?? [] {
             byHandle[account["handle"]?.stringValue ?? "?"] = account
@@ -83,25 +83,26 @@ struct CommandResult: Sendable {
 
     static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
                     environment: [String: String]? = nil) async throws -> CommandResult {
+        let directory = try TemporaryDirectory("command")
+        defer { directory.remove() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         if let environment { process.environment = environment }
-        let output = Pipe(), errors = Pipe(), input = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-        try process.run()
-        if let stdin {
-            input.fileHandleForWriting.write(Data(stdin.utf8))
-            try input.fileHandleForWriting.close()
+        // Files, not pipes: the output can never fill a pipe and block the command.
+        for name in ["stdin", "stdout", "stderr"] {
+            FileManager.default.createFile(atPath: directory.file(name), contents: name == "stdin" ? Data((stdin ?? "").utf8) : nil)
         }
-        async let out = Task.detached { output.fileHandleForReading.readDataToEndOfFile() }.value
-        async let err = Task.detached { errors.fileHandleForReading.readDataToEndOfFile() }.value
-        let (stdoutData, stderrData) = await (out, err)
-        while process.isRunning { try await Task.sleep(for: .milliseconds(10)) }
-        return CommandResult(status: process.terminationStatus,
-                             stdout: String(decoding: stdoutData, as: UTF8.self),
-                             stderr: String(decoding: stderrData, as: UTF8.self))
+        process.standardInput = stdin == nil ? FileHandle.nullDevice : FileHandle(forReadingAtPath: directory.file("stdin"))
+        process.standardOutput = FileHandle(forWritingAtPath: directory.file("stdout"))
+        process.standardError = FileHandle(forWritingAtPath: directory.file("stderr"))
+        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do { try process.run() } catch { continuation.resume(throwing: error) }
+        }
+        func read(_ name: String) -> String {
+            String(decoding: FileManager.default.contents(atPath: directory.file(name)) ?? Data(), as: UTF8.self)
+        }
+        return CommandResult(status: status, stdout: read("stdout"), stderr: read("stderr"))
     }
 }

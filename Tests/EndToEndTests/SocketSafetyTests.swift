@@ -58,10 +58,10 @@ struct SocketSafetyTests {
         defer { Task { await daemon.stop() } }
         let info = try await CommandResult.run("/usr/bin/setpriv", [
             "--reuid=65534", "--regid=65534", "--clear-groups", Binaries.path("bskyctl"),
-            "--socket", daemon.socketPath, "status", "--json",
+            "status", "--json", "--socket", daemon.socketPath,
         ])
         #expect(info.status == 0, "the daemon's own user is served: \(info.stderr)")
-        let refused = try await CommandResult.run(Binaries.path("bskyctl"), ["--socket", daemon.socketPath, "status"])
+        let refused = try await CommandResult.run(Binaries.path("bskyctl"), ["status", "--socket", daemon.socketPath])
         #expect(refused.status == 77, "root is refused with exit 77: \(refused.stdout) \(refused.stderr)")
         #expect(refused.stderr.lowercased().contains("permission denied"))
         #expect(daemon.log.contains("uid"), "the refusal is logged with the peer's uid")
@@ -81,6 +81,6 @@ struct SocketSafetyTests {
         let thief = try await CommandResult.run(Binaries.path("blueskyd"), [
             "--state-directory", other.path, "--socket", daemon.socketPath])
         #expect(thief.status != 0, "another state directory cannot take a live socket: \(thief.stderr)")
-        #expect(try daemon.call("daemon.info")["pid"]?.intValue == Int(daemon.pid), "the first daemon still answers")
+        #expect(try await daemon.call("daemon.info")["pid"]?.intValue == Int(daemon.pid), "the first daemon still answers")
     }
 }
