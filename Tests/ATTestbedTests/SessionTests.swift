@@ -106,10 +106,11 @@ struct SessionTests {
 
     @Test("An expired access token gets 400 ExpiredToken and is counted")
     func expiredAccessToken() async throws {
-        let harness = try await TestbedHarness.start { $0.accessTokenLifetime = .seconds(1) }
+        // Simulated time, so a loaded machine cannot expire the fresh token too.
+        let harness = try await TestbedHarness.start { $0.accessTokenLifetime = .seconds(60) }
         let account = await harness.testbed.createAccount(AccountSpec(name: "frank"))
         let tokens = try await harness.login(account)
-        harness.testbed.advanceClock(by: .seconds(2))
+        harness.testbed.advanceClock(by: .seconds(61))
 
         let response = try await harness.getSession(tokens.access)
         #expect(response.status == 400)
@@ -123,6 +124,15 @@ struct SessionTests {
         let stats = harness.testbed.stats(did: account.did)
         #expect(stats.expiredAccessRejections == 1)
         #expect(stats.authenticatedCalls == 1)
+        await harness.stop()
+    }
+
+    @Test("A one-second access lifetime gives tokens that expire one second after issue")
+    func oneSecondLifetime() async throws {
+        let harness = try await TestbedHarness.start { $0.accessTokenLifetime = .seconds(1) }
+        let account = await harness.testbed.createAccount(AccountSpec(name: "fay"))
+        let claims = jwtClaims(try await harness.login(account).access)
+        #expect((claims["exp"] as? Int).map { $0 - (claims["iat"] as? Int ?? 0) } == 1)
         await harness.stop()
     }
 

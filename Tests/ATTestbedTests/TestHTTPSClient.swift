@@ -67,6 +67,10 @@ final class TestHTTPSConnection: Sendable {
         let futures = try await channel.eventLoop.submit { [channel, collector, host] in
             requests.map { request in
                 let promise = channel.eventLoop.makePromise(of: TestResponse.self)
+                guard collector.value.isOpen else {
+                    promise.fail(ChannelError.ioOnClosedChannel)
+                    return promise.futureResult
+                }
                 collector.value.pending.append(promise)
                 var headers = request.headers
                 headers.replaceOrAdd(name: "Host", value: host)
@@ -130,6 +134,7 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPClientResponsePart
 
     var pending: [EventLoopPromise<TestResponse>] = []
+    private(set) var isOpen = true
     private var head: HTTPResponseHead?
     private var body: [UInt8] = []
 
@@ -154,6 +159,7 @@ final class ResponseCollector: ChannelInboundHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        isOpen = false
         failAll(ChannelError.ioOnClosedChannel)
         context.fireChannelInactive()
     }
