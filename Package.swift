@@ -91,16 +91,21 @@ let package = Package(
         // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
         .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore",
+            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", logging,
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ] + nio),
 
         .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
-        .testTarget(name: "BlueskyStoreTests", dependencies: ["BlueskyStore"]),
+        .testTarget(name: "BlueskyStoreTests", dependencies: [
+            "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer", "BlueskyTesting"]),
-        .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyTesting"]),
+        .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
+        .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "JSONRPC"]),
         .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
     ]

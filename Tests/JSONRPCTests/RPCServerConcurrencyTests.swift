@@ -74,12 +74,12 @@ struct RPCServerConcurrencyTests {
             let written = POSIXSockets.writeUntilBlocked(flooder, chunk: request, limit: 256 << 20)
             #expect(written != nil, "the server kept reading 256 MiB from a client that never reads")
 
-            let other = try await server.connect(timeout: .seconds(5))
-            let started = ContinuousClock.now
+            // A stalled server would make these calls time out (and throw); the generous timeout
+            // keeps a loaded CI machine from failing a test that is about stalls, not speed.
+            let other = try await server.connect(timeout: .seconds(30))
             for call in 0..<10 {
                 #expect(try await other.call("echo", [.number(Double(call))]) == .success([.number(Double(call))]))
             }
-            #expect(ContinuousClock.now - started < .seconds(5))
             _ = silent
         }
     }

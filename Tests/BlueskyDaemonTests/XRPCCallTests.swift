@@ -1,0 +1,54 @@
+import JSONRPC
+import Testing
+import XRPC
+@testable import BlueskyDaemon
+
+@Suite("xrpc.call params")
+struct XRPCCallTests {
+    func call(_ params: JSONValue) throws(DaemonError) -> XRPCCall {
+        try XRPCCall(params: try Params(params))
+    }
+
+    /// The field named by the error these params get; nil when they are accepted.
+    func field(_ params: JSONValue) -> String? {
+        do {
+            _ = try call(params)
+            return nil
+        } catch {
+            return error.rpcError.data["field"]?.stringValue ?? error.rpcError.name
+        }
+    }
+
+    @Test("the kind comes from the Lexicons, or from `kind` for other NSIDs")
+    func kinds() throws {
+        #expect(try call(["nsid": "app.bsky.feed.getTimeline"]).kind == .query)
+        #expect(try call(["nsid": "com.atproto.repo.createRecord", "input": [:]]).kind == .procedure)
+        #expect(try call(["nsid": "com.example.thing", "kind": "procedure"]).kind == .procedure)
+        #expect(field(["nsid": "com.example.thing"]) == "kind")
+        #expect(field(["nsid": "com.example.thing", "kind": "stream"]) == "kind")
+        #expect(field(["nsid": "com.atproto.sync.subscribeRepos"]) == "nsid")
+        #expect(field(["nsid": "not an nsid"]) == "nsid")
+        #expect(field([:]) == "nsid")
+    }
+
+    @Test("params become query strings; arrays repeat the key")
+    func parameters() throws {
+        let parsed = try call(["nsid": "app.bsky.actor.getProfiles",
+                               "params": ["actors": ["a.test", "b.test"], "limit": 5, "reverse": true, "cursor": nil]])
+        #expect(parsed.parameters.map(\.0) == ["actors", "limit", "reverse"])
+        #expect(parsed.parameters[0].1 == .list(["a.test", "b.test"]))
+        #expect(parsed.parameters[1].1 == .single("5"))
+        #expect(parsed.parameters[2].1 == .single("true"))
+        #expect(field(["nsid": "app.bsky.feed.getTimeline", "params": ["x": ["y": 1]]]) == "params.x")
+    }
+
+    @Test("bodies: JSON input, or base64 bytes with a content type; never both, never for a query")
+    func bodies() throws {
+        let upload = try call(["nsid": "com.atproto.repo.uploadBlob", "inputBase64": "/9g=", "contentType": "image/jpeg"])
+        #expect(upload.body == .bytes([0xFF, 0xD8], contentType: "image/jpeg"))
+        #expect(field(["nsid": "com.atproto.repo.uploadBlob", "inputBase64": "%%%"]) == "inputBase64")
+        #expect(field(["nsid": "com.atproto.repo.createRecord", "input": [:], "inputBase64": "AA=="]) == "input")
+        #expect(field(["nsid": "app.bsky.feed.getTimeline", "input": [:]]) == "input")
+        #expect(field(["nsid": "app.bsky.feed.getTimeline", "proxy": "not-a-did"]) == "proxy")
+    }
+}
