@@ -95,24 +95,11 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
 }
 
 extension JSONValue {
-    /// Parses one JSON text (any top-level value).
-    public static func parse(_ bytes: some Collection<UInt8>) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-    }
-
-    /// Compact UTF-8 JSON with sorted keys and unescaped slashes, no trailing newline.
-    public func encoded() -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        // Encoding a JSONValue cannot fail: every case maps onto a JSON primitive.
-        return Array((try? encoder.encode(self)) ?? Data("null".utf8))
-    }
-
     /// Converts any Encodable into a JSONValue (through JSON).
     public init(encoding value: some Encodable) throws {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        self = try JSONDecoder().decode(JSONValue.self, from: encoder.encode(value))
+        self = try JSONValue.parse(Array(encoder.encode(value)))
     }
 
     /// Decodes this value into a Decodable type (through JSON).

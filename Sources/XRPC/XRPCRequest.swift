@@ -36,21 +36,21 @@ public struct XRPCRequest: Sendable {
 
     /// `<service>/xrpc/<nsid>?<params>`, with the service's own path kept (entryways behind a prefix).
     public var url: URL {
-        var components = URLComponents(url: service, resolvingAgainstBaseURL: false) ?? URLComponents()
-        let base = components.path.hasSuffix("/") ? String(components.path.dropLast()) : components.path
-        components.path = base + "/xrpc/" + nsid
-        var items: [URLQueryItem] = []
+        var text = service.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        text += "/xrpc/" + nsid
+        var separator = "?"
         for (name, value) in parameters {
-            switch value {
-            case .single(let v): items.append(URLQueryItem(name: name, value: v))
-            case .list(let vs): items.append(contentsOf: vs.map { URLQueryItem(name: name, value: $0) })
+            let values: [String] = switch value {
+            case .single(let v): [v]
+            case .list(let vs): vs
+            }
+            for v in values {
+                text += separator + Self.escape(name) + "=" + Self.escape(v)
+                separator = "&"
             }
         }
-        // URLQueryItem leaves '+' alone, which servers read as a space.
-        components.percentEncodedQueryItems = items.isEmpty ? nil : items.map {
-            URLQueryItem(name: Self.escape($0.name), value: $0.value.map(Self.escape))
-        }
-        return components.url ?? service
+        return URL(string: text) ?? service
     }
 
     /// The outbound HTTP request, with `authorization` added when given.
@@ -72,13 +72,35 @@ public struct XRPCRequest: Sendable {
         return OutboundRequest(method: kind.httpMethod, url: url, headers: headers, body: bytes)
     }
 
-    private static let queryAllowed: CharacterSet = {
-        var set = CharacterSet.alphanumerics
-        set.insert(charactersIn: "-._~:@!$'()*,;/?")
-        return set
-    }()
+    /// Percent-encodes everything but RFC 3986 unreserved characters and `:@!$'()*,;/?`;
+    /// `+`, `&`, `=` and `#` are always encoded, so values survive form-style parsing.
+    static func escape(_ text: String) -> String {
+        var needsEncoding = false
+        for byte in text.utf8 where !isAllowed(byte) { needsEncoding = true; break }
+        guard needsEncoding else { return text }
+        var output: [UInt8] = []
+        output.reserveCapacity(text.utf8.count + 8)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in text.utf8 {
+            if isAllowed(byte) {
+                output.append(byte)
+            } else {
+                output.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
 
-    private static func escape(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: queryAllowed) ?? text
+    private static func isAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"), UInt8(ascii: ":"), UInt8(ascii: "@"),
+             UInt8(ascii: "!"), UInt8(ascii: "$"), UInt8(ascii: "'"), UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "*"),
+             UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: "/"), UInt8(ascii: "?"):
+            true
+        default:
+            false
+        }
     }
 }

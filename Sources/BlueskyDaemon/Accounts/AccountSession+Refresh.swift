@@ -33,7 +33,7 @@ extension AccountSession {
         try store.markRefreshStarted(id: id, at: startedAt)
         let session: LegacySession
         do {
-            session = try await environment.sessions.refreshSession(pds: try pdsURL(), refreshJwt: old.refreshToken)
+            session = try await environment.sessions.refreshSession(pds: try requirePDSURL(), refreshJwt: old.refreshToken)
         } catch {
             throw try await recordFailure(error)
         }

@@ -10,7 +10,11 @@ import XRPC
 /// call or refresh needs them.
 actor AccountSession {
     nonisolated let id: UUID
-    private(set) var record: AccountRecord
+    private(set) var record: AccountRecord {
+        didSet { if record.pds != oldValue.pds { pdsURL = URL(string: record.pds) } }
+    }
+    /// The parsed `record.pds`, kept so that calls do not parse it again.
+    private(set) var pdsURL: URL?
     let environment: SessionEnvironment
     /// Decrypted tokens, kept only while the account is being used for calls.
     var cachedSecrets: AccountSecrets?
@@ -22,6 +26,7 @@ actor AccountSession {
     init(record: AccountRecord, environment: SessionEnvironment) {
         self.id = record.id
         self.record = record
+        self.pdsURL = URL(string: record.pds)
         self.environment = environment
     }
 
@@ -35,6 +40,13 @@ actor AccountSession {
     /// Replaces the record after a change made elsewhere (default account, handle).
     func update(record: AccountRecord) {
         self.record = record
+    }
+
+    /// What a proxied call needs, in one actor hop: a valid access token and the PDS.
+    func callTarget() async throws(DaemonError) -> (token: String, pds: URL) {
+        let token = try await validAccessToken()
+        guard let pds = pdsURL else { throw .internalError("account has an invalid PDS URL: \(record.pds)") }
+        return (token, pds)
     }
 
     /// An access token that is not about to expire, refreshing first when needed.
@@ -90,7 +102,7 @@ actor AccountSession {
     func endServerSession() async -> Bool {
         guard let secrets = try? currentSecrets() else { return false }
         do {
-            try await environment.sessions.deleteSession(pds: try pdsURL(), refreshJwt: secrets.refreshToken)
+            try await environment.sessions.deleteSession(pds: try requirePDSURL(), refreshJwt: secrets.refreshToken)
             return true
         } catch {
             logger.notice("could not end the server session", metadata: ["reason": "\(error.reason)"])
@@ -98,8 +110,8 @@ actor AccountSession {
         }
     }
 
-    func pdsURL() throws(SessionError) -> URL {
-        guard let url = URL(string: record.pds) else { throw .protocolViolation("invalid PDS URL \(record.pds)") }
-        return url
+    func requirePDSURL() throws(SessionError) -> URL {
+        guard let pdsURL else { throw .protocolViolation("invalid PDS URL \(record.pds)") }
+        return pdsURL
     }
 }

@@ -18,13 +18,10 @@ struct XRPCProxy: Sendable {
 
     func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         let session = try registry.session(call.account)
-        guard let pds = URL(string: await session.record.pds) else {
-            throw .internalError("account has an invalid PDS URL")
-        }
+        let (token, pds) = try await session.callTarget()
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
                                   body: call.body)
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
-        let token = try await session.validAccessToken()
         var response = try await send(request, token: token)
         if Self.isExpiredToken(response) {
             let fresh = try await session.replaceExpired(token: token)
