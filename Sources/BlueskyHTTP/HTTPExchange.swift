@@ -28,15 +28,27 @@ public struct InboundResponse: Sendable {
         self.body = body
     }
 
-    /// The first value of header `name`, compared case-insensitively.
+    /// The first value of header `name`, compared case-insensitively (ASCII, as HTTP says).
     public func header(_ name: String) -> String? {
-        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
+        headers.first { Self.asciiCaseInsensitiveEqual($0.0, name) }?.1
     }
 
     /// The media type without parameters, lowercased (`application/json`).
     public var mediaType: String? {
-        header("content-type")?.split(separator: ";").first
-            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        guard let value = header("content-type") else { return nil }
+        let type = value.utf8.prefix { $0 != UInt8(ascii: ";") }
+            .drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        var bytes = Array(type)
+        while let last = bytes.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { bytes.removeLast() }
+        return String(decoding: bytes.map(Self.asciiLowercased), as: UTF8.self)
+    }
+
+    public static func asciiLowercased(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
+    static func asciiCaseInsensitiveEqual(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && zip(a.utf8, b.utf8).allSatisfy { asciiLowercased($0) == asciiLowercased($1) }
     }
 
     public var isJSON: Bool { mediaType == "application/json" }

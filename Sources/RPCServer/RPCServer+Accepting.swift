@@ -67,7 +67,8 @@ extension RPCServer {
                         let connection = RPCConnection(
                             channel: accepted.channel, id: id, peer: accepted.peer, handler: handler,
                             configuration: configuration, logger: logger)
-                        group.addTask {
+                        let executor = EventLoopTaskExecutor(accepted.channel.channel.eventLoop)
+                        group.addTask(executorPreference: executor) {
                             await connection.serve()
                             self.state.withLock { $0.unregister(id) }
                         }

@@ -33,8 +33,11 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     case expiredToken(String)
     /// The server rejected the session for good (revoked, invalid, deleted account...).
     case rejected(String)
-    /// Network trouble, timeout, 5xx or 429: try again later.
+    /// The server answered 5xx or 429: try again later.
     case transient(String, retryAfter: TimeInterval?)
+    /// No answer (network trouble, timeout): the request may or may not have reached the
+    /// server, so a refresh may have rotated the token. Try again later.
+    case noAnswer(String)
     /// The server answered something we cannot read.
     case protocolViolation(String)
 
@@ -45,6 +48,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
         case .expiredToken(let m): "token expired: \(m)"
         case .rejected(let m): "session rejected by the server: \(m)"
         case .transient(let m, _): "temporary failure: \(m)"
+        case .noAnswer(let m): "no answer from the server: \(m)"
         case .protocolViolation(let m): "unexpected answer from the server: \(m)"
         }
     }
@@ -53,7 +57,7 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     public var reason: String {
         switch self {
         case .authFactorTokenRequired(let m), .authenticationFailed(let m), .expiredToken(let m),
-             .rejected(let m), .transient(let m, _), .protocolViolation(let m): m
+             .rejected(let m), .transient(let m, _), .noAnswer(let m), .protocolViolation(let m): m
         }
     }
 }

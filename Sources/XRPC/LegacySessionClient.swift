@@ -45,7 +45,7 @@ public struct LegacySessionClient: Sendable {
         do {
             response = try await http.send(request.outbound(authorization: authorization), timeout: timeout)
         } catch {
-            if error.isTransient { throw .transient(error.description, retryAfter: nil) }
+            if error.isTransient { throw .noAnswer(error.description) }
             throw .protocolViolation(error.description)
         }
         guard (200..<300).contains(response.status) else { throw Self.classify(response) }

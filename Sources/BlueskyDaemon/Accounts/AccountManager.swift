@@ -106,7 +106,7 @@ final class AccountManager: Sendable {
         case .authFactorTokenRequired(let message): .authFactorTokenRequired(message)
         case .authenticationFailed(let reason), .rejected(let reason), .expiredToken(let reason):
             .authenticationFailed(reason)
-        case .transient(let reason, _), .protocolViolation(let reason): .upstreamUnavailable(reason)
+        case .transient(let reason, _), .noAnswer(let reason), .protocolViolation(let reason): .upstreamUnavailable(reason)
         }
     }
 

@@ -73,9 +73,11 @@ extension AccountSession {
 
     private func noteFailure(_ error: SessionError) throws -> DaemonError {
         var updated = record
-        updated.refreshStartedAt = nil
+        // The write-ahead mark stays only when the outcome is unknown (no answer): the next
+        // refresh then replays the old token within the server's grace period, on purpose.
+        if case .noAnswer = error {} else { updated.refreshStartedAt = nil }
         switch error {
-        case .transient(_, _), .protocolViolation:
+        case .transient, .noAnswer, .protocolViolation:
             // A garbled answer may be a proxy's error page: keep the account and retry.
             let reason = error.reason
             let retryAfter: TimeInterval? = if case .transient(_, let after) = error { after } else { nil }

@@ -48,14 +48,16 @@ struct XRPCProxy: Sendable {
     static func result(of response: InboundResponse) -> JSONValue {
         var fields: [String: JSONValue] = ["status": .number(Double(response.status))]
         var headers: [String: JSONValue] = [:]
-        for (name, value) in response.headers where forwardedHeaders.contains(name.lowercased()) {
-            headers[name.lowercased()] = .string(value)
+        for (name, value) in response.headers {
+            let lowercased = String(decoding: name.utf8.map(InboundResponse.asciiLowercased), as: UTF8.self)
+            if forwardedHeaders.contains(lowercased) { headers[lowercased] = .string(value) }
         }
         fields["headers"] = .object(headers)
-        if let type = response.mediaType { fields["contentType"] = .string(type) }
+        let mediaType = response.mediaType
+        if let mediaType { fields["contentType"] = .string(mediaType) }
         if response.body.isEmpty {
             fields["body"] = .null
-        } else if response.isJSON, let json = try? JSONValue.parse(response.body) {
+        } else if mediaType == "application/json", let json = try? JSONValue.parse(response.body) {
             fields["body"] = json
         } else {
             fields["bodyBase64"] = .string(Data(response.body).base64EncodedString())
