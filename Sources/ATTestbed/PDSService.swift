@@ -102,7 +102,7 @@ struct PDSService: Sendable {
             try expect(.query, request)
             return try getTimeline(request)
         default:
-            return .xrpcError(.notImplemented, "MethodNotImplemented", "Method Not Implemented")
+            return .xrpcError(HTTPResponseStatus(statusCode: 501), "MethodNotImplemented", "Method Not Implemented")
         }
     }
 
