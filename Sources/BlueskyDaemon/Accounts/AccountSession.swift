@@ -11,10 +11,11 @@ import XRPC
 actor AccountSession {
     nonisolated let id: UUID
     private(set) var record: AccountRecord {
-        didSet { if record.pds != oldValue.pds { pdsURL = URL(string: record.pds) } }
+        didSet { if record.pds != oldValue.pds { parsedPDS = nil } }
     }
-    /// The parsed `record.pds`, kept so that calls do not parse it again.
-    private(set) var pdsURL: URL?
+    /// `record.pds` parsed on first use, so that calls do not parse it again while idle
+    /// accounts (most of them, at scale) do not carry a URL object at all.
+    private var parsedPDS: URL?
     let environment: SessionEnvironment
     /// Decrypted tokens, kept only while the account is being used for calls.
     var cachedSecrets: AccountSecrets?
@@ -26,7 +27,6 @@ actor AccountSession {
     init(record: AccountRecord, environment: SessionEnvironment) {
         self.id = record.id
         self.record = record
-        self.pdsURL = URL(string: record.pds)
         self.environment = environment
     }
 
@@ -108,6 +108,12 @@ actor AccountSession {
             logger.notice("could not end the server session", metadata: ["reason": "\(error.reason)"])
             return false
         }
+    }
+
+    var pdsURL: URL? {
+        if let parsedPDS { return parsedPDS }
+        parsedPDS = URL(string: record.pds)
+        return parsedPDS
     }
 
     func requirePDSURL() throws(SessionError) -> URL {

@@ -5,7 +5,8 @@ import Logging
 import XRPC
 
 /// What every account session shares: the store, the HTTP client, timing rules and a clock.
-struct SessionEnvironment: Sendable {
+/// A class, so that each of the (possibly 100,000) sessions holds one reference to it.
+final class SessionEnvironment: Sendable {
     let store: AccountStore
     let http: any HTTPFetching
     let sessions: LegacySessionClient
@@ -17,6 +18,20 @@ struct SessionEnvironment: Sendable {
     let now: @Sendable () -> Date
     /// Moves the account's entry in the refresh schedule (nil: none until a new login).
     let reschedule: @Sendable (UUID, Date?) async -> Void
+
+    init(store: AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, refreshAhead: Duration,
+         backoff: Backoff, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,
+         reschedule: @escaping @Sendable (UUID, Date?) async -> Void) {
+        self.store = store
+        self.http = http
+        self.sessions = sessions
+        self.refreshAhead = refreshAhead
+        self.backoff = backoff
+        self.upstreamTimeout = upstreamTimeout
+        self.logger = logger
+        self.now = now
+        self.reschedule = reschedule
+    }
 }
 
 /// Exponential backoff with jitter for transient refresh failures.
