@@ -1,3 +1,4 @@
+import JSONRPC
 import Synchronization
 
 /// Every account's `app.bsky.feed.post` records in one order (newest first), from which

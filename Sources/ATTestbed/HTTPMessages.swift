@@ -1,3 +1,4 @@
+import JSONRPC
 import NIOCore
 import NIOHTTP1
 
@@ -84,7 +85,7 @@ struct TestbedResponse {
         TestbedResponse(
             status: status,
             headers: ["Content-Type": "application/json; charset=utf-8"],
-            body: value.serialized
+            body: value.encoded()
         )
     }
 

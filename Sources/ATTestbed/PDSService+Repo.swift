@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 
 /// `com.atproto.repo.*`: records and blobs.
 extension PDSService {
@@ -108,7 +109,7 @@ extension PDSService {
                 "$type": "blob",
                 "ref": ["$link": .string(blob.cid)],
                 "mimeType": .string(blob.mimeType),
-                "size": .integer(Int64(blob.size)),
+                "size": .number(Double(blob.size)),
             ]
         ])
     }

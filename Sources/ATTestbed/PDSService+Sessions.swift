@@ -1,3 +1,4 @@
+import JSONRPC
 /// `com.atproto.server.*`: legacy (password / app-password) sessions.
 extension PDSService {
     func describeServer() -> TestbedResponse {

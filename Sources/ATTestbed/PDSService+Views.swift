@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 
 /// The app view methods a client calls through its PDS, answered from the testbed's own data.
 extension PDSService {
@@ -32,7 +33,7 @@ extension PDSService {
             "displayName": profile?["displayName"] ?? .string(account.name.capitalized),
             "followersCount": 0,
             "followsCount": 0,
-            "postsCount": .integer(Int64(postsCount)),
+            "postsCount": .number(Double(postsCount)),
             "labels": [],
         ]
         if let description = profile?["description"] { body["description"] = description }

@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 import NIOHTTP1
 
 /// An XRPC error answer: status plus `{"error", "message"}`.
@@ -120,7 +121,7 @@ struct PDSService: Sendable {
 
     /// The JSON object body of a procedure.
     func jsonBody(_ request: TestbedRequest) throws(XRPCError) -> [String: JSONValue] {
-        guard let object = JSONValue.parse(request.body.readableBytesView)?.objectValue else {
+        guard let object = (try? JSONValue.parse(request.body.readableBytesView))?.objectValue else {
             throw .invalidRequest("Request body must be a JSON object")
         }
         return object

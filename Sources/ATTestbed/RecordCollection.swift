@@ -1,3 +1,4 @@
+import JSONRPC
 /// A stored record: its key, content id and JSON value.
 struct StoredRecord: Sendable {
     let rkey: String

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import JSONRPC
 
 /// The claims of the PDS's legacy session JWTs, as the reference PDS writes them.
 struct TokenClaims: Codable, Sendable {
@@ -33,9 +34,9 @@ struct TokenSigner: Sendable {
         let header = Encodings.base64URL(Array(#"{"typ":"\#(type)","alg":"HS256"}"#.utf8))
         let payload: JSONValue = [
             "scope": .string(claims.scope), "sub": .string(claims.sub), "aud": .string(claims.aud),
-            "iat": .integer(claims.iat), "exp": .integer(claims.exp), "jti": .string(claims.jti),
+            "iat": .number(Double(claims.iat)), "exp": .number(Double(claims.exp)), "jti": .string(claims.jti),
         ]
-        let signingInput = header + "." + Encodings.base64URL(payload.serialized)
+        let signingInput = header + "." + Encodings.base64URL(payload.encoded())
         let signature = HMAC<SHA256>.authenticationCode(for: Array(signingInput.utf8), using: key)
         return signingInput + "." + Encodings.base64URL(Array(signature))
     }

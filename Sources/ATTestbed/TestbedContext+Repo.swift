@@ -1,3 +1,4 @@
+import JSONRPC
 /// Repo writes shared by the XRPC handlers and account seeding: records land in the account's
 /// collection and, for posts, in the timeline index.
 extension TestbedContext {
@@ -13,7 +14,7 @@ extension TestbedContext {
         let value = JSONValue.object(record)
         let stored = StoredRecord(
             rkey: rkey ?? tids.next(now: clock.now()),
-            cid: ContentID.record(value.serialized),
+            cid: ContentID.record(value.encoded()),
             value: value
         )
         let inserted = account.data.withLock { $0.collections[collection, default: RecordCollection()].insert(stored) }
