@@ -39,11 +39,14 @@ public final class ProcessRunner: @unchecked Sendable {
     /// Waits cancelled before they registered: they must not register afterwards.
     private var cancelledWaits: Set<UUID> = []
     private var captureDirectory: URL?
+    private let input: String?
 
     /// - Parameters:
     ///   - logFile: append stdout and stderr to this file; nil captures them for ``standardOutput``.
+    ///   - input: what the process reads on stdin (from a file, so it can never block); nil is /dev/null.
     public init(_ executable: String, _ arguments: [String] = [], environment: [String: String]? = nil,
-                workingDirectory: String? = nil, logFile: String? = nil) {
+                workingDirectory: String? = nil, logFile: String? = nil, input: String? = nil) {
+        self.input = input
         self.executable = executable
         self.arguments = arguments
         self.logFile = logFile
@@ -66,22 +69,27 @@ public final class ProcessRunner: @unchecked Sendable {
     /// Starts the process.
     public func start() throws {
         do {
+            // Files, not pipes: a chatty process can never block on a full pipe, nor we on its stdin.
+            let directory = FileManager.default.temporaryDirectory
+                .appendingPathComponent("process-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            captureDirectory = directory
+            if let input {
+                let path = directory.appendingPathComponent("stdin").path
+                _ = FileManager.default.createFile(atPath: path, contents: Data(input.utf8))
+                process.standardInput = FileHandle(forReadingAtPath: path)
+            }
             if let logFile {
                 if !FileManager.default.fileExists(atPath: logFile) {
-                    FileManager.default.createFile(atPath: logFile, contents: nil)
+                    _ = FileManager.default.createFile(atPath: logFile, contents: nil)
                 }
                 let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
                 handle.seekToEndOfFile()
                 process.standardOutput = handle
                 process.standardError = handle
             } else {
-                // Files, not pipes: a chatty process can never block on a full pipe.
-                let directory = FileManager.default.temporaryDirectory
-                    .appendingPathComponent("process-\(UUID().uuidString.prefix(8))")
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                captureDirectory = directory
                 for name in ["stdout", "stderr"] {
-                    FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: nil)
+                    _ = FileManager.default.createFile(atPath: directory.appendingPathComponent(name).path, contents: nil)
                 }
                 process.standardOutput = try FileHandle(forWritingTo: directory.appendingPathComponent("stdout"))
                 process.standardError = try FileHandle(forWritingTo: directory.appendingPathComponent("stderr"))
@@ -158,8 +166,9 @@ public final class ProcessRunner: @unchecked Sendable {
     /// longer than `timeout` (it is killed), or exits non-zero when `check` is set.
     @discardableResult
     public static func run(_ executable: String, _ arguments: [String] = [], environment: [String: String]? = nil,
-                           timeout: Duration = .seconds(60), check: Bool = true) async throws -> Output {
-        let runner = ProcessRunner(executable, arguments, environment: environment)
+                           input: String? = nil, timeout: Duration = .seconds(60),
+                           check: Bool = true) async throws -> Output {
+        let runner = ProcessRunner(executable, arguments, environment: environment, input: input)
         try runner.start()
         guard let status = await runner.waitForExit(timeout: timeout) else {
             runner.terminate()

@@ -81,28 +81,9 @@ struct CommandResult: Sendable {
 
     var json: JSONValue? { try? JSONValue.parse(Array(stdout.utf8)) }
 
-    static func run(_ executable: String, _ arguments: [String], stdin: String? = nil,
-                    environment: [String: String]? = nil) async throws -> CommandResult {
-        let directory = try TemporaryDirectory("command")
-        defer { directory.remove() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        // Files, not pipes: the output can never fill a pipe and block the command.
-        for name in ["stdin", "stdout", "stderr"] {
-            FileManager.default.createFile(atPath: directory.file(name), contents: name == "stdin" ? Data((stdin ?? "").utf8) : nil)
-        }
-        process.standardInput = stdin == nil ? FileHandle.nullDevice : FileHandle(forReadingAtPath: directory.file("stdin"))
-        process.standardOutput = FileHandle(forWritingAtPath: directory.file("stdout"))
-        process.standardError = FileHandle(forWritingAtPath: directory.file("stderr"))
-        let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-            do { try process.run() } catch { continuation.resume(throwing: error) }
-        }
-        func read(_ name: String) -> String {
-            String(decoding: FileManager.default.contents(atPath: directory.file(name)) ?? Data(), as: UTF8.self)
-        }
-        return CommandResult(status: status, stdout: read("stdout"), stderr: read("stderr"))
+    /// Runs a command to its end (killed after two minutes), whatever its exit status.
+    static func run(_ executable: String, _ arguments: [String], stdin: String? = nil) async throws -> CommandResult {
+        let output = try await ProcessRunner.run(executable, arguments, input: stdin, timeout: .seconds(120), check: false)
+        return CommandResult(status: output.status, stdout: output.standardOutput, stderr: output.standardError)
     }
 }
