@@ -42,7 +42,7 @@ struct RefreshSchedulerTests {
         running.cancel()
         await running.value
         #expect(recorder.order == [b, c, a, moved])
-        #expect(await scheduler.nextDue == nil, "nothing is left: each action answered nil")
+        #expect(await scheduler.nextDue() == nil, "nothing is left: each action answered nil")
     }
 
     @Test("no more than maxConcurrent refreshes run at once, and all of them run")

@@ -120,7 +120,7 @@ final class AccountManager: Sendable {
         } catch {
             throw .internalError("cannot delete the account: \(error)")
         }
-        registry.remove(record.id)
+        registry.remove(record)
         await scheduler.schedule(record.id, at: nil)
         logger.info("account removed", metadata: ["account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)"])
         return (record, ended)

@@ -31,23 +31,13 @@ final class AccountRegistry: Sendable {
         }
     }
 
-    /// Keeps the handle index right after a session learned a new handle.
-    func reindex(_ record: AccountRecord, previousHandle: String?) {
-        index.withLock { index in
-            if let previousHandle, index.byHandle[previousHandle.lowercased()] == record.id {
-                index.byHandle[previousHandle.lowercased()] = nil
-            }
-            if let handle = record.handle { index.byHandle[handle.lowercased()] = record.id }
-        }
-    }
-
     @discardableResult
-    func remove(_ id: UUID) -> AccountSession? {
+    func remove(_ record: AccountRecord) -> AccountSession? {
         index.withLock { index in
-            guard let session = index.byID.removeValue(forKey: id) else { return nil }
-            index.byDID = index.byDID.filter { $0.value != id }
-            index.byHandle = index.byHandle.filter { $0.value != id }
-            if index.defaultID == id { index.defaultID = nil }
+            guard let session = index.byID.removeValue(forKey: record.id) else { return nil }
+            if index.byDID[record.did] == record.id { index.byDID[record.did] = nil }
+            if let handle = record.handle?.lowercased(), index.byHandle[handle] == record.id { index.byHandle[handle] = nil }
+            if index.defaultID == record.id { index.defaultID = nil }
             return session
         }
     }

@@ -84,7 +84,7 @@ struct DaemonMethods: RPCMethodHandler {
             "needsLogin": .number(Double(needsLogin)),
             "retrying": .number(Double(retrying)),
             "refreshing": .number(Double(await scheduler.refreshesRunning)),
-            "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue),
+            "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue()),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
         ]
     }

@@ -40,9 +40,13 @@ actor RefreshScheduler {
         if queue.min?.id == id { wake() }
     }
 
-    /// The earliest scheduled refresh.
-    var nextDue: Date? {
-        dueDates.values.min()
+    /// The earliest scheduled refresh; superseded entries on top of the heap are dropped on the way.
+    func nextDue() -> Date? {
+        while let top = queue.min {
+            if dueDates[top.id] == top.due { return top.due }
+            queue.removeMin()
+        }
+        return nil
     }
 
     var refreshesRunning: Int { running }
