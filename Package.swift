@@ -37,6 +37,7 @@ let package = Package(
         .target(name: "BlueskyHTTP", dependencies: [
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
             logging,
         ] + nio),
         // Handle and DID resolution (DNS TXT, well-known, PLC, did:web).
@@ -104,6 +105,9 @@ let package = Package(
             "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer", "BlueskyTesting"]),
+        .testTarget(name: "BlueskyHTTPTests", dependencies: [
+            "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
+        ] + nio),
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
         .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "JSONRPC"]),
         .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),

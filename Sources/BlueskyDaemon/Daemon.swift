@@ -33,9 +33,11 @@ public struct Daemon: Sendable {
         defer { withExtendedLifetime(lock) {} }
         let key = try startup(StoreKey.load(keyFile: stateDirectory.url.appendingPathComponent("store.key")))
         let store = try startup(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
-        let http = try startup(OutboundHTTP(.init(
-            policy: HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
-            extraCAFile: configuration.extraCAFile)))
+        let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
+        // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
+        // the hot path, through the lean keep-alive client on the caller's event loop.
+        let http = try startup(OutboundHTTP(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
+        let callHTTP = try startup(KeepAliveHTTPClient(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
         guard let plcURL = URL(string: configuration.plcURL) else {
             throw DaemonStartupError("plc_url is not a URL: \(configuration.plcURL)")
         }
@@ -43,7 +45,7 @@ public struct Daemon: Sendable {
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
         let scheduler = RefreshScheduler(maxConcurrent: configuration.maxConcurrentRefreshes, now: { Date() })
         let environment = SessionEnvironment(
-            store: store, http: http,
+            store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             refreshAhead: configuration.refreshAhead,
             backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
@@ -85,6 +87,7 @@ public struct Daemon: Sendable {
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }
+        await callHTTP.shutdown()
         try? await http.shutdown()
         try? store.close()
         if let failure {

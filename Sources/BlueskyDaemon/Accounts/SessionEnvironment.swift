@@ -8,6 +8,7 @@ import XRPC
 /// A class, so that each of the (possibly 100,000) sessions holds one reference to it.
 final class SessionEnvironment: Sendable {
     let store: AccountStore
+    /// The client of proxied XRPC calls.
     let http: any HTTPFetching
     let sessions: LegacySessionClient
     let refreshAhead: Duration
