@@ -8,6 +8,8 @@ import XRPC
 /// A class, so that each of the (possibly 100,000) sessions holds one reference to it.
 final class SessionEnvironment: Sendable {
     let store: AccountStore
+    /// The in-memory index of every session, so a session can re-index itself (a new handle).
+    let registry = AccountRegistry()
     /// The client of proxied XRPC calls.
     let http: any HTTPFetching
     let sessions: LegacySessionClient
