@@ -9,6 +9,7 @@ struct DaemonMethods: RPCMethodHandler {
     let proxy: XRPCProxy
     let info: DaemonInfo
     let isStopping: @Sendable () -> Bool
+    let logger: Logger
 
     func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError> {
         do {
@@ -57,9 +58,27 @@ struct DaemonMethods: RPCMethodHandler {
             return try await accountReply(record.id)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
-            return try await proxy.call(try XRPCCall(params: params))
+            return try await proxied(try XRPCCall(params: params))
         default:
             throw .methodNotFound(request.method)
+        }
+    }
+
+    /// One proxied call, logged with its account, NSID and outcome (never its params or body).
+    private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
+        var metadata: Logger.Metadata = ["nsid": "\(call.nsid)"]
+        if let session = try? accounts.registry.session(call.account) {
+            metadata["account"] = "\(session.id.uuidString.lowercased())"
+        }
+        do {
+            let result = try await proxy.call(call)
+            metadata["outcome"] = "\(result["status"]?.intValue.map(String.init) ?? "?")"
+            logger.debug("xrpc call", metadata: metadata)
+            return result
+        } catch {
+            metadata["outcome"] = "\(error.rpcError.name)"
+            logger.notice("xrpc call failed", metadata: metadata)
+            throw error
         }
     }
 
