@@ -63,7 +63,7 @@ public final class NotifySocket: @unchecked Sendable {
     /// Reads whatever datagrams are queued, without waiting; call with the lock held so that
     /// concurrent readers keep the arrival order.
     private func drain() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
+        var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
             guard count > 0 else { return }

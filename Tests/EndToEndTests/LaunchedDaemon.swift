@@ -13,7 +13,7 @@ final class LaunchedDaemon: @unchecked Sendable {
     ///   - executable: blueskyd itself, or a launcher such as systemd-socket-activate.
     ///   - environment: added to a clean copy of the test's environment (HOME is the directory).
     init(directory: TemporaryDirectory, socketPath: String, executable: String = Binaries.path("blueskyd"),
-         arguments: [String], environment extra: [String: String] = [:]) throws {
+         arguments: [String], environment extra: [String: String] = [:], logFile: String? = nil) throws {
         var environment = ProcessInfo.processInfo.environment
         for key in environment.keys where key.hasPrefix("BLUESKYD_") || key.hasPrefix("LISTEN_")
             || ["NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "JOURNAL_STREAM", "CREDENTIALS_DIRECTORY"].contains(key) {
@@ -22,8 +22,8 @@ final class LaunchedDaemon: @unchecked Sendable {
         environment["HOME"] = directory.path
         environment.merge(extra) { _, new in new }
         self.socketPath = socketPath
-        logFile = directory.file("blueskyd-\(UUID().uuidString.prefix(6)).log")
-        runner = ProcessRunner(executable, arguments, environment: environment, logFile: logFile)
+        self.logFile = logFile ?? directory.file("blueskyd-\(UUID().uuidString.prefix(6)).log")
+        runner = ProcessRunner(executable, arguments, environment: environment, logFile: self.logFile)
         try runner.start()
     }
 
