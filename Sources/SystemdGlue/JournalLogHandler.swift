@@ -38,7 +38,14 @@ public struct JournalLogHandler: LogHandler {
             level: event.level, message: event.message.description, identifier: identifier, label: label,
             metadata: LogFields.merged(metadata, metadataProvider?.get(), event.metadata),
             file: event.file, function: event.function, line: event.line)
-        Self.send(fields)
+        guard Self.send(fields) else {
+            // No journal to take it (log_target = journal outside systemd, journald restarting):
+            // a line on stderr beats a lost entry.
+            FileHandle.standardError.write(Data(ConsoleLogHandler.format(
+                date: Date(), level: event.level, label: label, message: event.message.description,
+                metadata: LogFields.merged(metadata, metadataProvider?.get(), event.metadata)).utf8))
+            return
+        }
     }
 
     /// The entry's fields as `NAME=value` strings, secrets redacted.
@@ -86,7 +93,8 @@ public struct JournalLogHandler: LogHandler {
         return String(name.prefix(64))
     }
 
-    private static func send(_ fields: [String]) {
+    /// True when the journal took the entry.
+    private static func send(_ fields: [String]) -> Bool {
         let buffers = fields.map { field -> UnsafeMutableRawBufferPointer in
             let bytes = Array(field.utf8)
             let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 1)
@@ -95,6 +103,6 @@ public struct JournalLogHandler: LogHandler {
         }
         defer { buffers.forEach { $0.deallocate() } }
         let vectors = buffers.map { iovec(iov_base: $0.baseAddress, iov_len: $0.count) }
-        vectors.withUnsafeBufferPointer { _ = sd_journal_sendv($0.baseAddress, Int32($0.count)) }
+        return vectors.withUnsafeBufferPointer { sd_journal_sendv($0.baseAddress, Int32($0.count)) >= 0 }
     }
 }
