@@ -66,20 +66,25 @@ struct DaemonMethods: RPCMethodHandler {
 
     /// One proxied call, logged with its account, NSID and outcome (never its params or body).
     private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
-        var metadata: Logger.Metadata = ["nsid": "\(call.nsid)"]
+        do {
+            let result = try await proxy.call(call)
+            // The hot path: build the metadata only when a debug line will be written.
+            if logger.logLevel <= .debug {
+                logger.debug("xrpc call", metadata: callMetadata(call, outcome: result["status"]?.intValue.map(String.init) ?? "?"))
+            }
+            return result
+        } catch {
+            logger.notice("xrpc call failed", metadata: callMetadata(call, outcome: error.rpcError.name))
+            throw error
+        }
+    }
+
+    private func callMetadata(_ call: XRPCCall, outcome: String) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["nsid": "\(call.nsid)", "outcome": "\(outcome)"]
         if let session = try? accounts.registry.session(call.account) {
             metadata["account"] = "\(session.id.uuidString.lowercased())"
         }
-        do {
-            let result = try await proxy.call(call)
-            metadata["outcome"] = "\(result["status"]?.intValue.map(String.init) ?? "?")"
-            logger.debug("xrpc call", metadata: metadata)
-            return result
-        } catch {
-            metadata["outcome"] = "\(error.rpcError.name)"
-            logger.notice("xrpc call failed", metadata: metadata)
-            throw error
-        }
+        return metadata
     }
 
     private func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {
