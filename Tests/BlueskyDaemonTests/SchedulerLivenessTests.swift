@@ -46,3 +46,22 @@ struct SchedulerLivenessTests {
         #expect(recorder.mostAtOnce > 1 && recorder.mostAtOnce <= 4, "saw \(recorder.mostAtOnce) at once")
     }
 }
+
+@Suite("The watchdog's liveness check")
+struct LivenessCheckTests {
+    @Test("parts that answer false or not at all are named; the check itself returns within its deadline")
+    func namesTheDeadParts() async {
+        let liveness = Liveness(probes: [
+            .init(name: "alive") { true },
+            .init(name: "says no") { false },
+            .init(name: "wedged") {
+                await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+                return true
+            },
+        ])
+        let start = ContinuousClock.now
+        #expect(await liveness.unresponsiveParts(within: .milliseconds(200)) == ["says no", "wedged"])
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(await Liveness(probes: [.init(name: "alive") { true }]).unresponsiveParts(within: .seconds(1)).isEmpty)
+    }
+}

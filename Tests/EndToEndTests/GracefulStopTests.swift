@@ -31,6 +31,7 @@ struct GracefulStopTests {
         let log = fixture.daemon.log
         #expect(log.contains("blueskyd stopped"))
         #expect(!log.contains("grace period over") && !log.contains("abandoning"), "nothing had to be cut off")
+        #expect(!log.contains("closing the account store failed"), "the store closed cleanly")
         #expect(outcomes.replies["ok", default: 0] > 0, "the storm got answers: \(outcomes)")
         let unexpected = outcomes.replies.keys.filter { $0 != "ok" && $0 != "ShuttingDown" }
         #expect(unexpected.isEmpty, "every call finished or was told ShuttingDown: \(outcomes)")

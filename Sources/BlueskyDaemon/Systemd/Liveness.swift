@@ -6,17 +6,36 @@ import Synchronization
 /// event loop serving the socket ran a task, both within the deadline. A daemon whose loops are
 /// wedged must stop pinging, so that systemd restarts it.
 struct Liveness: Sendable {
-    let scheduler: RefreshScheduler
-    let server: RPCServer
+    /// One part of the daemon and how to ask it whether it is alive.
+    struct Probe: Sendable {
+        var name: String
+        var answers: @Sendable () async -> Bool
+    }
 
-    /// Names of the parts that did not answer in time; empty when all is well.
+    let probes: [Probe]
+
+    /// The daemon's parts: the scheduler loop and the socket's event loops.
+    init(scheduler: RefreshScheduler, server: RPCServer) {
+        probes = [
+            Probe(name: "refresh scheduler") { await scheduler.probe() },
+            Probe(name: "socket event loops") { await server.probeLiveness() },
+        ]
+    }
+
+    init(probes: [Probe]) {
+        self.probes = probes
+    }
+
+    /// Names of the parts that did not answer in time (probed concurrently); empty when all is well.
     func unresponsiveParts(within deadline: Duration) async -> [String] {
-        async let schedulerAlive = Self.answers(within: deadline) { await scheduler.probe() }
-        async let socketAlive = Self.answers(within: deadline) { await server.probeLiveness() }
-        var parts: [String] = []
-        if !(await schedulerAlive) { parts.append("refresh scheduler") }
-        if !(await socketAlive) { parts.append("socket event loops") }
-        return parts
+        await withTaskGroup(of: (Int, Bool).self) { group in
+            for (index, probe) in probes.enumerated() {
+                group.addTask { (index, await Self.answers(within: deadline, probe.answers)) }
+            }
+            var dead: [Int] = []
+            for await (index, alive) in group where !alive { dead.append(index) }
+            return dead.sorted().map { probes[$0].name }
+        }
     }
 
     /// Runs `probe` in a task of its own and gives up waiting after `deadline`: a probe that never
