@@ -69,6 +69,8 @@ struct ServiceManagerService: Service {
     }
 
     private func refreshStatus() async {
+        // Counting states visits every account; nobody reads the line outside systemd.
+        guard notifier.isEnabled else { return }
         var last = ""
         while (try? await Task.sleep(for: statusInterval)) != nil {
             let line = await summary.line()
