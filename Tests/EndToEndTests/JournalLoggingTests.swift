@@ -45,7 +45,8 @@ struct JournalLoggingTests {
             arguments: ["--state-directory", directory.file("state"), "--socket", socket],
             environment: ["JOURNAL_STREAM": "\(info.st_dev):\(info.st_ino)"], logFile: stderrFile)
         defer { daemon.runner.terminate() }
-        try await journal.waitFor("'blueskyd started' in the journal") { $0.contains("MESSAGE=blueskyd started") }
+        // "listening" is logged once the socket is bound: from then on calls are answered.
+        try await journal.waitFor("'listening' in the journal") { $0.contains("MESSAGE=listening\n") }
         await #expect(throws: RPCError.self) {
             try await daemon.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": "nobody.example"])
         }
