@@ -55,10 +55,14 @@ let package = Package(
         .target(name: "JSONRPC"),
         // The Unix-socket JSON-RPC server: peer credentials, framing, ordered replies.
         .target(name: "RPCServer", dependencies: ["JSONRPC", logging] + nio),
+        // libsystemd (sd_notify, sd_listen_fds, sd_journal_sendv), and blueskyd's Swift face of it.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .target(name: "SystemdGlue", dependencies: ["CSystemd", logging]),
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
-            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer",
+            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer", "SystemdGlue",
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "HeapModule", package: "swift-collections"),
             .product(name: "DequeModule", package: "swift-collections"),
@@ -112,5 +116,6 @@ let package = Package(
         .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "JSONRPC"]),
         .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
+        .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),
     ]
 )
