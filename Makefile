@@ -9,6 +9,9 @@ SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := libsqlite3-dev libsystemd-dev dnsmasq-base socat util-linux iproute2 netcat-openbsd mandoc
 DEBUG_BIN  = $(shell $(SWIFT) build --show-bin-path)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
+# Release builds link the Swift runtime and Foundation statically: an idle daemon then maps
+# only its own binary (see docs/PERFORMANCE.md for what that does to its memory).
+RELEASE_FLAGS = -c release --static-swift-stdlib
 
 .PHONY: all deps build run test bench clean install uninstall release-build lint-man
 
@@ -59,14 +62,14 @@ test: deps
 	scripts/check-packaging "$(DEBUG_BIN)"
 
 bench: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	BLUESKYD_BIN_DIR="$(RELEASE_BIN)" scripts/hermetic-run $(RELEASE_BIN)/blueskyd-bench
 
 clean:
 	rm -rf .build
 
 release-build:
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 install: $(if $(INSTALL_FROM),,release-build)
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(MANDIR)/man5" \
