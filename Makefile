@@ -10,7 +10,8 @@ DEB_PACKAGES := libsqlite3-dev libsystemd-dev dnsmasq-base socat util-linux ipro
 DEBUG_BIN  = $(shell $(SWIFT) build --show-bin-path)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 # Release builds link the Swift runtime and Foundation statically: an idle daemon then maps
-# only its own binary (see docs/PERFORMANCE.md for what that does to its memory).
+# only its own binary (see docs/PERFORMANCE.md for what that does to its memory). Products are
+# built one by one: a static runtime cannot go into the dynamic libraries some packages declare.
 RELEASE_FLAGS = -c release --static-swift-stdlib
 
 .PHONY: all deps build run test bench clean install uninstall release-build lint-man
@@ -62,14 +63,14 @@ test: deps
 	scripts/check-packaging "$(DEBUG_BIN)"
 
 bench: deps
-	$(SWIFT) build $(RELEASE_FLAGS)
+	for product in blueskyd blueskyd-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 	BLUESKYD_BIN_DIR="$(RELEASE_BIN)" scripts/hermetic-run $(RELEASE_BIN)/blueskyd-bench
 
 clean:
 	rm -rf .build
 
 release-build:
-	$(SWIFT) build $(RELEASE_FLAGS)
+	for product in blueskyd bskyctl; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 
 install: $(if $(INSTALL_FROM),,release-build)
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(MANDIR)/man5" \
