@@ -58,7 +58,8 @@ final class AccountRegistry: Sendable {
     func session(_ reference: String?) throws(DaemonError) -> AccountSession {
         let found: AccountSession? = index.withLock { index in
             guard let reference else { return index.defaultID.flatMap { index.byID[$0] } }
-            if let id = UUID(uuidString: reference) { return index.byID[id] }
+            // Most calls name a DID or a handle: skip Foundation's UUID parser for those.
+            if reference.utf8.count == 36, let id = UUID(uuidString: reference) { return index.byID[id] }
             if reference.hasPrefix("did:") { return index.byDID[reference].flatMap { index.byID[$0] } }
             let handle = reference.hasPrefix("@") ? String(reference.dropFirst()) : reference
             return index.byHandle[handle.lowercased()].flatMap { index.byID[$0] }

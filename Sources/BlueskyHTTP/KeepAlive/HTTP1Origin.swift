@@ -19,13 +19,16 @@ struct HTTP1Origin: Hashable, Sendable {
 
     private var defaultPort: Int { isTLS ? 443 : 80 }
 
+    /// An IPv6 literal (the only hosts with a colon) or a dotted IPv4 address.
+    var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }
+
     var isIPAddress: Bool {
-        host.contains(":") || host.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }
+        isIPv6Literal || host.utf8.allSatisfy { $0 == UInt8(ascii: ".") || ($0 >= 0x30 && $0 <= 0x39) }
     }
 
     /// The `Host` header: the port only when it is not the scheme's default.
     var hostHeader: String {
-        let name = host.contains(":") ? "[\(host)]" : host
+        let name = isIPv6Literal ? "[\(host)]" : host
         return port == defaultPort ? name : "\(name):\(port)"
     }
 
