@@ -119,7 +119,7 @@ let package = Package(
             "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
-        .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "JSONRPC"]),
+        .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "BlueskyHTTP", "JSONRPC"]),
         .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
         .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),

@@ -29,7 +29,7 @@ extension JSONValue {
     }
 }
 
-private struct JSONParser {
+struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var position = 0
 
@@ -120,6 +120,14 @@ private struct JSONParser {
 
     mutating func parseNumber() throws(JSONParseError) -> Double {
         let start = position
+        try scanNumber()
+        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
+        return value
+    }
+
+    /// Moves past one number, checking its grammar only.
+    mutating func scanNumber() throws(JSONParseError) {
         if bytes[position] == UInt8(ascii: "-") { position += 1 }
         guard position < bytes.count else { throw error("invalid number") }
         if bytes[position] == UInt8(ascii: "0") {
@@ -138,9 +146,6 @@ private struct JSONParser {
             }
             guard skipDigits() > 0 else { throw error("invalid number") }
         }
-        let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
-        guard let value = Double(text), value.isFinite else { throw error("number out of range") }
-        return value
     }
 
     mutating func skipDigits() -> Int {

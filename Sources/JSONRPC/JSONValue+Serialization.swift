@@ -1,5 +1,6 @@
 extension JSONValue {
-    /// Compact UTF-8 JSON on one line, object keys sorted, slashes not escaped.
+    /// Compact UTF-8 JSON on one line, object keys sorted, slashes not escaped (a
+    /// ``JSONValue/verbatim(_:)`` text as it came).
     ///
     /// Never contains a raw newline, so the result can always be framed as one line.
     public func encoded() -> [UInt8] {
@@ -16,6 +17,7 @@ extension JSONValue {
         case .bool(let b): output.append(contentsOf: (b ? "true" : "false").utf8)
         case .number(let n): Self.appendNumber(n, to: &output)
         case .string(let s): Self.appendString(s, to: &output)
+        case .verbatim(let text): output.append(contentsOf: text.bytes)
         case .array(let elements):
             output.append(UInt8(ascii: "["))
             for (index, element) in elements.enumerated() {

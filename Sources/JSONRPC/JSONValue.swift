@@ -8,6 +8,9 @@ public enum JSONValue: Sendable, Hashable {
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
+    /// A value kept as checked JSON text and written out unchanged (see ``JSONText``). The
+    /// accessors below do not look into it; ``JSONText/value`` does.
+    case verbatim(JSONText)
 
     public subscript(key: String) -> JSONValue? {
         if case .object(let fields) = self { return fields[key] }
@@ -76,6 +79,7 @@ extension JSONValue: Codable {
         case .string(let s): try container.encode(s)
         case .array(let a): try container.encode(a)
         case .object(let o): try container.encode(o)
+        case .verbatim(let text): try container.encode(text.value)
         }
     }
 }

@@ -1,3 +1,4 @@
+import BlueskyHTTP
 import JSONRPC
 import Testing
 import XRPC
@@ -50,5 +51,19 @@ struct XRPCCallTests {
         #expect(field(["nsid": "com.atproto.repo.createRecord", "input": [:], "inputBase64": "AA=="]) == "input")
         #expect(field(["nsid": "app.bsky.feed.getTimeline", "input": [:]]) == "input")
         #expect(field(["nsid": "app.bsky.feed.getTimeline", "proxy": "not-a-did"]) == "proxy")
+    }
+
+    @Test("a JSON answer reaches the client as the PDS wrote it; other bodies as base64")
+    func resultBodies() {
+        let json = #"{"zeta":1,"alpha":12345678901234567890,"nested":{"b":2,"a":1}}"#
+        let answer = InboundResponse(status: 200, headers: [("Content-Type", "application/json; charset=utf-8"),
+                                                            ("RateLimit-Remaining", "99")], body: Array(json.utf8))
+        let line = String(decoding: XRPCProxy.result(of: answer).encoded(), as: UTF8.self)
+        #expect(line.contains(#""body":\#(json)"#), "key order and every digit kept: \(line)")
+        #expect(line.contains(#""ratelimit-remaining":"99""#))
+
+        let broken = InboundResponse(status: 502, headers: [("Content-Type", "application/json")], body: Array("{oops".utf8))
+        #expect(XRPCProxy.result(of: broken)["bodyBase64"]?.stringValue == "e29vcHM=",
+                "a body that claims JSON but is not is passed on as bytes")
     }
 }

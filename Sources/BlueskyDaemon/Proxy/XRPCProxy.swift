@@ -57,8 +57,9 @@ struct XRPCProxy: Sendable {
         if let mediaType { fields["contentType"] = .string(mediaType) }
         if response.body.isEmpty {
             fields["body"] = .null
-        } else if mediaType == "application/json", let json = try? JSONValue.parse(response.body) {
-            fields["body"] = json
+        } else if mediaType == "application/json", let json = try? JSONText(validating: response.body) {
+            // Passed on as the PDS wrote it: key order and every digit of its numbers kept.
+            fields["body"] = .verbatim(json)
         } else {
             fields["bodyBase64"] = .string(Data(response.body).base64EncodedString())
         }
