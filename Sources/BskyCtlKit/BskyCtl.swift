@@ -55,7 +55,8 @@ public enum BskyCtlMain {
         // A daemon that closes the socket mid-write must produce an error, not kill us silently.
         signal(SIGPIPE, SIG_IGN)
         do {
-            var command = try BskyCtl.parseAsRoot(arguments)
+            let given = arguments ?? Array(CommandLine.arguments.dropFirst())
+            var command = try BskyCtl.parseAsRoot(movingLeadingConnectionOptions(given))
             try command.run()
             exit(ExitStatus.success.rawValue)
         } catch let failure as CtlFailure {
