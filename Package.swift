@@ -108,5 +108,16 @@ let package = Package(
         .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "JSONRPC"]),
         .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
+
+        // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
+        .target(name: "DPoP", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ATOAuth", dependencies: [
+            "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .testTarget(name: "DPoPTests", dependencies: ["DPoP", .product(name: "Crypto", package: "swift-crypto")],
+                    exclude: ["verify_dpop_proof.py"]),
+        .testTarget(name: "ATOAuthTests", dependencies: [
+            "ATOAuth", "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
     ]
 )
