@@ -9,17 +9,49 @@ public enum Base64URL {
 
     /// Appends the encoding of `bytes` to `output`.
     public static func append(_ bytes: some Sequence<UInt8>, to output: inout [UInt8]) {
-        output.reserveCapacity(output.count + (bytes.underestimatedCount * 4 + 2) / 3)
-        var iterator = bytes.makeIterator()
-        while let b0 = iterator.next() {
-            let b1 = iterator.next()
-            let b2 = b1 == nil ? nil : iterator.next()
-            output.append(alphabet[Int(b0 >> 2)])
-            output.append(alphabet[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
-            guard let b1 else { break }
-            output.append(alphabet[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)])
-            guard let b2 else { break }
-            output.append(alphabet[Int(b2 & 0x3F)])
+        let appended: Void? = bytes.withContiguousStorageIfAvailable { buffer in
+            append(UnsafeRawBufferPointer(buffer), to: &output)
+        }
+        if appended == nil {
+            Array(bytes).withUnsafeBytes { append($0, to: &output) }
+        }
+    }
+
+    /// The encoding loop proper, on contiguous bytes: proofs go through here several times each,
+    /// so it writes into preallocated space through pointers instead of appending per character.
+    public static func append(_ bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) {
+        let count = bytes.count
+        guard count > 0 else { return }
+        let encodedCount = (count / 3) * 4 + [0, 2, 3][count % 3]
+        let start = output.count
+        output.append(contentsOf: repeatElement(0, count: encodedCount))
+        alphabet.withUnsafeBufferPointer { table in
+            output.withUnsafeMutableBufferPointer { out in
+                var source = 0
+                var target = start
+                while source + 3 <= count {
+                    let chunk = UInt32(bytes[source]) << 16 | UInt32(bytes[source + 1]) << 8 | UInt32(bytes[source + 2])
+                    out[target] = table[Int(chunk >> 18)]
+                    out[target + 1] = table[Int(chunk >> 12 & 0x3F)]
+                    out[target + 2] = table[Int(chunk >> 6 & 0x3F)]
+                    out[target + 3] = table[Int(chunk & 0x3F)]
+                    source += 3
+                    target += 4
+                }
+                switch count - source {
+                case 1:
+                    let chunk = UInt32(bytes[source]) << 16
+                    out[target] = table[Int(chunk >> 18)]
+                    out[target + 1] = table[Int(chunk >> 12 & 0x3F)]
+                case 2:
+                    let chunk = UInt32(bytes[source]) << 16 | UInt32(bytes[source + 1]) << 8
+                    out[target] = table[Int(chunk >> 18)]
+                    out[target + 1] = table[Int(chunk >> 12 & 0x3F)]
+                    out[target + 2] = table[Int(chunk >> 6 & 0x3F)]
+                default:
+                    break
+                }
+            }
         }
     }
 

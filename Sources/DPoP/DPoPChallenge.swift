@@ -33,7 +33,7 @@ public enum DPoPChallenge: Sendable, Equatable {
     /// The `error` member of a JSON object body, if there is one. Only small bodies are parsed:
     /// an OAuth error body is a few hundred bytes, and anything else is not one.
     static func errorCode(inBody body: some Collection<UInt8>) -> String? {
-        guard !body.isEmpty, body.count <= 16_384, body.first == UInt8(ascii: "{") || body.contains(UInt8(ascii: "{")),
+        guard !body.isEmpty, body.count <= 16_384,
               let object = try? JSONDecoder().decode(ErrorBody.self, from: Data(body)) else { return nil }
         return object.error
     }

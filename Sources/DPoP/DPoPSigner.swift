@@ -28,8 +28,12 @@ public struct DPoPSigner: Sendable {
         let issuedAt = Int((now().timeIntervalSince1970 + clockSkew).rounded(.down))
         var claims: [UInt8] = []
         claims.reserveCapacity(160 + request.target.string.utf8.count + (nonce?.utf8.count ?? 0))
-        claims.append(UInt8(ascii: "{"))
-        JSONText.appendMember("jti", Self.freshJTI(), first: true, to: &claims)
+        // {"jti":"<128 random bits>": written straight from the random bytes, unique without
+        // coordination (RFC 9449 asks for at least 96 bits).
+        claims.append(contentsOf: #"{"jti":""#.utf8)
+        var generator = SystemRandomNumberGenerator()
+        withUnsafeBytes(of: (generator.next() as UInt64, generator.next() as UInt64)) { Base64URL.append($0, to: &claims) }
+        claims.append(UInt8(ascii: "\""))
         JSONText.appendMember("htm", request.method, to: &claims)
         JSONText.appendMember("htu", request.target.string, to: &claims)
         JSONText.appendMember("iat", issuedAt, to: &claims)
@@ -41,13 +45,5 @@ public struct DPoPSigner: Sendable {
         } catch {
             throw .signingFailed(String(describing: error))
         }
-    }
-
-    /// 128 random bits, base64url: unique without coordination (RFC 9449 asks for at least 96).
-    static func freshJTI() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let high = generator.next() as UInt64
-        let low = generator.next() as UInt64
-        return withUnsafeBytes(of: (high, low)) { Base64URL.encode($0) }
     }
 }

@@ -47,7 +47,9 @@ public struct HTTPTargetURI: Sendable, Hashable, CustomStringConvertible {
         }
         let host = authority[authority.startIndex..<hostEnd].map(Self.lowercased)
         let portText = hostEnd < authority.endIndex ? String(decoding: authority[(hostEnd + 1)...], as: UTF8.self) : ""
-        guard !host.isEmpty, portText.allSatisfy(\.isASCII), portText.isEmpty || UInt16(portText) != nil else {
+        // Digits only: `UInt16("+443")` would accept a sign.
+        guard !host.isEmpty, portText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              portText.isEmpty || UInt16(portText) != nil else {
             throw .invalidTargetURI(text)
         }
         // A port with leading zeros ("0443") names the same port; write it canonically.

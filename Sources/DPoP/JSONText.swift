@@ -6,6 +6,16 @@ enum JSONText {
     /// Appends `value` as a JSON string literal, escaping what RFC 8259 requires.
     static func appendString(_ value: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
+        // The common case (URLs, base64url, nonces) needs no escaping: copy it in one go.
+        let copied = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else { return false }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if copied == true {
+            output.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])

@@ -36,7 +36,9 @@ struct CallbackTests {
 
     @Test("query parsing failures")
     func parsing() {
-        #expect(throws: CallbackError.malformedQuery) { try callback("code=%zz&state=s1") }
+        // Raw query text, as the callback listener receives it (URL(string:) would re-encode the stray %).
+        #expect(throws: CallbackError.malformedQuery) { try AuthorizationCallback(query: "code=%zz&state=s1") }
+        #expect(throws: CallbackError.malformedQuery) { try AuthorizationCallback(query: "code=c&state=%FF") }
         #expect(throws: CallbackError.duplicateParameter("state")) { try callback("code=c&state=s1&state=s2") }
         #expect(throws: CallbackError.duplicateParameter("code")) { try callback("code=c&code=d&state=s1") }
     }

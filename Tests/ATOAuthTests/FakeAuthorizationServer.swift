@@ -40,8 +40,8 @@ final class FakeAuthorizationServer: HTTPFetching, @unchecked Sendable {
     private var skew: TimeInterval
     private var nonce = "nonce-1"
     private var acceptedNonces: Set<String> = ["nonce-1"]
-    /// When set, every response brings a new nonce and only that one is accepted next.
-    var rotateOnEveryRequest = false
+    /// When set, no nonce is ever accepted, and every response brings a new one (a broken server).
+    var refusesEveryNonce = false
     /// When false, nonce challenges come without a `DPoP-Nonce` header (a broken server).
     var sendsNonceHeader = true
     private var pushed: [String: PushedRequest] = [:]
@@ -98,7 +98,7 @@ final class FakeAuthorizationServer: HTTPFetching, @unchecked Sendable {
         let response: InboundResponse
         do {
             let verified = try verifier.verify(proof, method: request.method, url: request.url.absoluteString,
-                                               acceptedNonces: acceptedNonces)
+                                               acceptedNonces: refusesEveryNonce ? [] : acceptedNonces)
             response = route(path, values, thumbprint: verified.thumbprint)
         } catch DPoPVerificationError.useNonce {
             response = reply(400, ["error": "use_dpop_nonce", "error_description": "Authorization server requires nonce in DPoP proof"])
@@ -106,7 +106,7 @@ final class FakeAuthorizationServer: HTTPFetching, @unchecked Sendable {
             response = reply(400, ["error": .string(error.oauthError), "error_description": .string(error.description)])
         }
         exchanges.append(Exchange(path: path, nonce: claimedNonce, status: response.status, fields: form.map(\.name)))
-        if rotateOnEveryRequest { rotateLocked(keepingPrevious: false) }
+        if refusesEveryNonce { rotateLocked(keepingPrevious: false) }
         var headers = response.headers
         headers.append(("Date", Self.imfDate(localClock().addingTimeInterval(skew))))
         if sendsNonceHeader { headers.append(("DPoP-Nonce", nonce)) }

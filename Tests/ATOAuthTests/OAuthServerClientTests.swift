@@ -75,7 +75,7 @@ struct OAuthServerClientTests {
     @Test("a server that challenges every time is retried once, then its error is reported")
     func retryOnlyOnce() async throws {
         let server = FakeAuthorizationServer()
-        server.rotateOnEveryRequest = true
+        server.refusesEveryNonce = true
         let client = makeClient(server)
         let request = AuthorizationRequest(clientID: loopback.clientID, redirectURI: loopback.redirectURI, scope: "atproto",
                                            state: "s", pkce: .generate())
@@ -153,7 +153,7 @@ struct OAuthServerClientTests {
         let server = FakeAuthorizationServer()
         let client = makeClient(server)
         let (tokens, key) = try await login(server, client)
-        try await client.revoke(token: tokens.refreshToken, hint: .refreshToken, dpopKey: key, nonceScope: server.did)
+        try await client.revoke(token: tokens.refreshToken, hint: .refreshToken, dpopKey: key, nonceScope: "alice.example.com")
         #expect(server.log.last?.path == "/oauth/revoke")
         #expect(server.log.last?.fields == ["token", "token_type_hint", "client_id"])
         // The fake's verifier refuses `ath` when no access token is presented: every request after
