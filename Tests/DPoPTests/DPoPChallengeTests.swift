@@ -31,6 +31,10 @@ struct DPoPChallengeTests {
         (400, nil, "use_dpop_nonce"),
         (400, nil, #"{"error":["use_dpop_nonce"]}"#),
         (401, nil, ""),
+        (401, #"DPoP error="use_dpop_nonce"#, ""),
+        (401, "DPoP error=", ""),
+        (401, "=====, ,,", ""),
+        (401, #"DPoP error="use_dpop_nonce\"x""#, ""),
     ] as [(Int, String?, String)])
     func notNonceChallenge(status: Int, header: String?, body: String) {
         #expect(!DPoPChallenge.isNonceChallenge(status: status, wwwAuthenticate: header, body: Array(body.utf8)))
