@@ -52,6 +52,20 @@ public final class DPoPNonceCache: Sendable {
         entries.withLock { $0 = $0.filter { $0.key.account != account } }
     }
 
+    /// Moves `from`'s nonces to `to`, keeping any newer one `to` already has: at login the PAR
+    /// and code exchange run before the DID is known (under, say, the handle), and the session
+    /// then continues under the DID without paying a fresh challenge.
+    public func move(from: String, to: String) {
+        entries.withLock { entries in
+            for (key, entry) in entries where key.account == from {
+                entries[key] = nil
+                let target = Key(account: to, origin: key.origin)
+                if let current = entries[target], current.receivedAt > entry.receivedAt { continue }
+                entries[target] = Entry(account: to, origin: key.origin, nonce: entry.nonce, receivedAt: entry.receivedAt)
+            }
+        }
+    }
+
     /// Everything remembered, for persisting; sorted so the output is stable.
     public func exported() -> [Entry] {
         entries.withLock { Array($0.values) }.sorted { ($0.account, $0.origin) < ($1.account, $1.origin) }

@@ -67,6 +67,19 @@ struct DPoPNonceCacheTests {
         #expect(cache.exported().map(\.nonce) == ["3"])
     }
 
+    @Test("moving a login's nonces to the DID keeps the newer value on each origin")
+    func move() {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let cache = DPoPNonceCache()
+        cache.update(account: "alice.example.com", origin: issuer, nonce: "login-as", receivedAt: now)
+        cache.update(account: "alice.example.com", origin: pds, nonce: "login-pds", receivedAt: now)
+        cache.update(account: "did:plc:a", origin: pds, nonce: "newer-pds", receivedAt: now.addingTimeInterval(5))
+        cache.move(from: "alice.example.com", to: "did:plc:a")
+        #expect(cache.nonce(account: "did:plc:a", origin: issuer) == "login-as")
+        #expect(cache.nonce(account: "did:plc:a", origin: pds) == "newer-pds")
+        #expect(cache.exported().allSatisfy { $0.account == "did:plc:a" })
+    }
+
     @Test("concurrent updates from many tasks leave one of the written values")
     func concurrency() async {
         let cache = DPoPNonceCache()
