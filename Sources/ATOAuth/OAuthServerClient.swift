@@ -44,6 +44,10 @@ public struct OAuthServerClient: Sendable {
     }
 
     /// Exchanges the callback's code for tokens, with the PAR's DPoP key and PKCE verifier.
+    ///
+    /// The tokens are not trustworthy yet: resolve their `sub` to its PDS and that PDS's
+    /// authorization server, and keep them only if it is this issuer (otherwise a malicious
+    /// server could hand out tokens for someone else's account).
     public func exchangeCode(_ code: String, for authorization: PendingAuthorization, nonceScope: String)
         async throws(OAuthClientError) -> OAuthTokenSet
     {
