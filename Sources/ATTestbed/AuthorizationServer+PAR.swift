@@ -44,7 +44,10 @@ extension AuthorizationServer {
             codeChallenge: challenge, loginHintDID: hintedAccount?.did, thumbprint: proof.thumbprint,
             expiresAt: context.clock.now().addingTimeInterval(lifetime))
         let requestURI = Self.requestURIPrefix + Encodings.randomToken(bytes: 24)
-        state.storage.withLock { $0.pushedRequests[requestURI] = pushed }
+        state.storage.withLock { storage in
+            storage.pruneExpired(now: context.clock.now())
+            storage.pushedRequests[requestURI] = pushed
+        }
         oauth.metrics.record(did: hintedAccount?.did) { $0.pushedAuthorizationRequests += 1 }
         return .json(
             ["request_uri": .string(requestURI), "expires_in": .number(lifetime.rounded(.down))], status: .created)

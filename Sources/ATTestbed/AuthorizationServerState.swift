@@ -78,6 +78,12 @@ extension AuthorizationServerState.Storage {
         return true
     }
 
+    /// Forgets requests and codes past their lifetime, so a long run does not accumulate them.
+    mutating func pruneExpired(now: Date) {
+        pushedRequests = pushedRequests.filter { $0.value.expiresAt > now }
+        codes = codes.filter { $0.value.expiresAt > now }
+    }
+
     /// Whether an access token (already signature-checked) still belongs to a live session.
     func accessTokenIsLive(jti: String) -> Bool {
         guard let sessionID = accessTokens[jti] else { return false }
