@@ -108,6 +108,7 @@ let package = Package(
         .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "JSONRPC"]),
         .testTarget(name: "ATTestbedTests", dependencies: [
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
 

@@ -12,7 +12,7 @@ extension AuthorizationServer {
         let hintedAccount = loginHint.flatMap { context.accounts.account(identifier: $0.hasPrefix("did:") ? $0 : $0.lowercased()) }
         let proof = try verifyProof(request, did: hintedAccount?.did)
 
-        let client = try OAuthClientRules(clientID: try required("client_id", in: form))
+        let (client, clientKeyID) = try authenticatedClient(form, did: hintedAccount?.did)
         guard try required("response_type", in: form) == "code" else {
             throw OAuthFailure(.badRequest, "unsupported_response_type", "Only response_type=code is supported")
         }
@@ -41,7 +41,7 @@ extension AuthorizationServer {
         let lifetime = context.configuration.pushedRequestLifetime.seconds
         let pushed = PushedRequest(
             clientID: client.clientID, redirectURI: redirectURI, scope: scope, state: form["state"],
-            codeChallenge: challenge, loginHintDID: hintedAccount?.did, thumbprint: proof.thumbprint,
+            codeChallenge: challenge, loginHintDID: hintedAccount?.did, clientKeyID: clientKeyID, thumbprint: proof.thumbprint,
             expiresAt: context.clock.now().addingTimeInterval(lifetime))
         let requestURI = Self.requestURIPrefix + Encodings.randomToken(bytes: 24)
         state.storage.withLock { storage in

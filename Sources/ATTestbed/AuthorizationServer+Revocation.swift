@@ -15,6 +15,8 @@ extension AuthorizationServer {
         if request.headers.first(name: "dpop") != nil {
             _ = try verifyProof(request, boundThumbprint: session?.thumbprint, did: session?.did)
         }
+        // A client that names itself must be able to authenticate (confidential clients sign).
+        if form["client_id"] != nil { _ = try authenticatedClient(form, did: session?.did) }
         if let session {
             let ended = state.storage.withLock { $0.deleteSession(session.id) }
             if ended { oauth.metrics.record(did: session.did) { $0.revocations += 1 } }

@@ -25,6 +25,7 @@ extension AuthorizationServer {
         guard let issued = state.storage.withLock({ $0.codes[code] }) else { throw rejectGrant("Invalid code", did: nil) }
         // The proof is checked before the code is spent, so a nonce challenge does not waste it.
         _ = try verifyProof(request, boundThumbprint: issued.request.thumbprint, did: issued.did)
+        let (client, clientKeyID) = try authenticatedClient(form, did: issued.did)
         let now = context.clock.now()
         let redeemed = state.storage.withLock { storage -> IssuedCode? in
             guard var entry = storage.codes[code], !entry.used else { return nil }
@@ -35,13 +36,18 @@ extension AuthorizationServer {
         guard let redeemed else { throw rejectGrant("Code replayed", did: issued.did) }
         guard now < redeemed.expiresAt else { throw rejectGrant("Code expired", did: issued.did) }
         guard redeemed.request.clientID == clientID else { throw rejectGrant("Code was issued to another client", did: issued.did) }
+        guard redeemed.request.clientKeyID == clientKeyID else {
+            throw rejectGrant("Client authentication key changed during the session", did: issued.did)
+        }
         guard redeemed.request.redirectURI == redirectURI else { throw rejectGrant("Invalid redirect_uri", did: issued.did) }
         guard Self.s256(verifier) == redeemed.request.codeChallenge else {
             throw rejectGrant("Invalid code_verifier", did: issued.did)
         }
+        let lifetime = client.isConfidential
+            ? context.configuration.oauthConfidentialSessionLifetime : context.configuration.oauthSessionLifetime
         let session = OAuthSession(
             id: Encodings.randomToken(), did: redeemed.did, clientID: clientID, thumbprint: redeemed.request.thumbprint,
-            scope: redeemed.request.scope, expiresAt: now.addingTimeInterval(context.configuration.oauthSessionLifetime.seconds))
+            scope: redeemed.request.scope, clientKeyID: clientKeyID, expiresAt: now.addingTimeInterval(lifetime.seconds))
         let answer = state.storage.withLock { storage in
             storage.sessions[session.id] = session
             return issueTokens(for: session, now: now, storage: &storage)
@@ -65,6 +71,7 @@ extension AuthorizationServer {
         }
         guard let binding else { throw rejectGrant("Invalid refresh token", did: nil) }
         _ = try verifyProof(request, boundThumbprint: binding.thumbprint, did: binding.did)
+        let (_, clientKeyID) = try authenticatedClient(form, did: binding.did)
         let now = context.clock.now()
         let outcome = state.storage.withLock { storage -> RefreshOutcome in
             guard let entry = storage.refreshTokens[refreshToken], let session = storage.sessions[entry.sessionID] else {
@@ -76,6 +83,9 @@ extension AuthorizationServer {
                 return .replayed(did: session.did)
             }
             guard session.clientID == clientID else { return .refused("Refresh token was issued to another client", did: session.did) }
+            guard session.clientKeyID == clientKeyID else {
+                return .refused("Client authentication key changed during the session", did: session.did)
+            }
             guard now < session.expiresAt else {
                 storage.deleteSession(session.id)
                 return .refused("Session expired", did: session.did)
@@ -120,8 +130,12 @@ extension AuthorizationServer {
             thumbprint: session.thumbprint)
         let refreshToken = "ref-" + Encodings.randomToken(bytes: 32)
         storage.accessTokens[claims.jti] = session.id
+        // An unused refresh token lapses: after the session's lifetime for public clients, after
+        // the idle limit for confidential ones (whose sessions live far longer).
+        let idleLimit = session.clientKeyID == nil
+            ? context.configuration.oauthSessionLifetime : context.configuration.oauthConfidentialRefreshIdleLifetime
         storage.refreshTokens[refreshToken] = RefreshTokenEntry(
-            sessionID: session.id, expiresAt: now.addingTimeInterval(context.configuration.oauthSessionLifetime.seconds))
+            sessionID: session.id, expiresAt: now.addingTimeInterval(idleLimit.seconds))
         return .json([
             "access_token": .string(tokens.sign(claims)),
             "token_type": "DPoP",

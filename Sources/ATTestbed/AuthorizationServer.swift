@@ -104,6 +104,22 @@ struct AuthorizationServer: Sendable {
         return value
     }
 
+    /// The rules of the request's client, authenticated (a confidential client's assertion is
+    /// checked); returns them with the assertion's `kid`. Failures count for `did` when known.
+    func authenticatedClient(_ form: [String: String], did: String?) throws(OAuthFailure)
+        -> (rules: OAuthClientRules, keyID: String?)
+    {
+        do {
+            let rules = try OAuthClientRules.resolve(
+                try required("client_id", in: form), directory: oauth.clients,
+                clientsOrigin: context.url(host: oauth.clientsHost))
+            return (rules, try state.assertions.authenticate(form, client: rules, issuer: issuer))
+        } catch {
+            oauth.metrics.record(did: did) { $0.clientAuthenticationFailures += 1 }
+            throw error
+        }
+    }
+
     /// Verifies the request's DPoP proof (nonce required); counts challenges and rejections for
     /// `did` when known.
     func verifyProof(_ request: TestbedRequest, boundThumbprint: String? = nil, did: String?)

@@ -11,6 +11,8 @@ struct PushedRequest: Sendable {
     let codeChallenge: String
     /// The account `login_hint` named, resolved at PAR time.
     let loginHintDID: String?
+    /// The `kid` a confidential client authenticated with; the whole session must keep it.
+    let clientKeyID: String?
     /// The PAR proof's key: the code exchange must use the same one.
     let thumbprint: String
     let expiresAt: Date
@@ -31,6 +33,7 @@ struct OAuthSession: Sendable {
     let clientID: String
     let thumbprint: String
     let scope: String
+    let clientKeyID: String?
     /// Public clients' sessions end this long after login, however often they refresh.
     let expiresAt: Date
 }
@@ -59,12 +62,14 @@ final class AuthorizationServerState: Sendable {
     let tokens = OAuthAccessTokenSigner()
     let nonces: DPoPNonceSource
     let verifier: DPoPVerifier
+    let assertions: ClientAssertionVerifier
     let storage = Mutex(Storage())
 
     init(host: String, clock: TestbedClock, noncePeriod: Duration) {
         self.host = host
         nonces = DPoPNonceSource(period: noncePeriod, clock: clock)
         verifier = DPoPVerifier(now: { clock.now() })
+        assertions = ClientAssertionVerifier(now: { clock.now() })
     }
 }
 

@@ -19,6 +19,8 @@ public struct OAuthStats: Sendable, Equatable {
     public var sessionsDeletedByReplay = 0
     /// Token grants refused with `invalid_grant` (replays and expired sessions included).
     public var invalidGrants = 0
+    /// Requests refused with `invalid_client` (unknown or invalid client, bad client assertion).
+    public var clientAuthenticationFailures = 0
     /// Tokens revoked through the revocation endpoint.
     public var revocations = 0
     /// `use_dpop_nonce` answers from the authorization servers (HTTP 400).

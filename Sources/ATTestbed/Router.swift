@@ -1,5 +1,5 @@
 /// Virtual hosts: `pds.<domain>`, `plc.<domain>`, the authorization servers `auth.<domain>` and
-/// `rogue-auth.<domain>`, and every other `<name>.<domain>` is a handle.
+/// `rogue-auth.<domain>`, client metadata at `clients.<domain>`, and every other `<name>.<domain>` is a handle.
 struct Router: Sendable {
     let context: TestbedContext
     let identity: IdentityEndpoints
@@ -27,6 +27,7 @@ struct Router: Sendable {
         if host == context.plcHost { return identity.handlePLC(request) }
         if host == authorizationServer.state.host { return authorizationServer.handle(request) }
         if host == rogueAuthorizationServer.state.host { return rogueAuthorizationServer.handle(request) }
+        if host == context.oauth.clientsHost { return context.oauth.clients.handle(request) }
         if host.hasSuffix("." + context.domain) { return identity.handleHandleHost(request) }
         return .text("misdirected request: no such host on this testbed", status: .misdirectedRequest)
     }

@@ -16,6 +16,19 @@ extension Testbed {
     /// `<pdsURL>/.well-known/oauth-protected-resource`.
     public var protectedResourceMetadataURL: String { pdsURL + "/.well-known/oauth-protected-resource" }
 
+    /// The https client_id of a hosted client whose metadata document is served by the testbed
+    /// at `path` (`https://clients.<domain>[:port]<path>`); publish the document there first.
+    public func oauthClientID(path: String) -> String {
+        context.url(host: context.oauth.clientsHost) + (path.hasPrefix("/") ? path : "/" + path)
+    }
+
+    /// Serves `document` (client metadata JSON, or a JWKS for a `jwks_uri`) at
+    /// `oauthClientID(path:)`; nil stops serving it. The authorization servers read it from
+    /// here, so a change applies to the next request.
+    public func publishOAuthClientMetadata(path: String, document: [UInt8]?) {
+        context.oauth.clients.publish(path: path.hasPrefix("/") ? path : "/" + path, document: document)
+    }
+
     /// Switches a misbehaviour on or off, effective from the next request.
     public func setOAuthMisbehaviour(_ misbehaviour: OAuthMisbehaviour, enabled: Bool) {
         context.oauth.misbehaviours.set(misbehaviour, enabled: enabled)

@@ -1,7 +1,8 @@
 /// How a testbed is named, where it listens, and the token lifetimes its PDS hands out.
 public struct TestbedConfiguration: Sendable {
     /// Hosts are `plc.<domain>`, `pds.<domain>`, the OAuth authorization servers `auth.<domain>`
-    /// and `rogue-auth.<domain>`, and `<name>.<domain>` for handles.
+    /// and `rogue-auth.<domain>`, hosted OAuth client metadata at `clients.<domain>`, and
+    /// `<name>.<domain>` for handles.
     public var domain: String
     /// The IPv4 or IPv6 address to listen on; it is also a SAN of the server certificate.
     public var bindAddress: String
@@ -23,6 +24,10 @@ public struct TestbedConfiguration: Sendable {
     /// How long an OAuth session of a public client lives after login, however often it is
     /// refreshed; an unused refresh token expires after the same time (the reference: 14 days).
     public var oauthSessionLifetime: Duration
+    /// How long a confidential (`private_key_jwt`) client's session lives (the reference: 2 years).
+    public var oauthConfidentialSessionLifetime: Duration
+    /// How long a confidential client's refresh token may go unused (the reference: 3 months).
+    public var oauthConfidentialRefreshIdleLifetime: Duration
     /// How long a pushed authorization request's `request_uri` stays usable (the reference: 5 minutes).
     public var pushedRequestLifetime: Duration
     /// How long an authorization code may wait for its exchange (the reference: 1 minute).
@@ -42,6 +47,8 @@ public struct TestbedConfiguration: Sendable {
         maxRequestBodyBytes: Int = 8 * 1024 * 1024,
         oauthAccessTokenLifetime: Duration = .seconds(15 * 60),
         oauthSessionLifetime: Duration = .seconds(14 * 24 * 3600),
+        oauthConfidentialSessionLifetime: Duration = .seconds(2 * 365 * 24 * 3600),
+        oauthConfidentialRefreshIdleLifetime: Duration = .seconds(90 * 24 * 3600),
         pushedRequestLifetime: Duration = .seconds(5 * 60),
         authorizationCodeLifetime: Duration = .seconds(60),
         dpopNonceRotationPeriod: Duration = .seconds(60)
@@ -56,6 +63,8 @@ public struct TestbedConfiguration: Sendable {
         self.maxRequestBodyBytes = maxRequestBodyBytes
         self.oauthAccessTokenLifetime = oauthAccessTokenLifetime
         self.oauthSessionLifetime = oauthSessionLifetime
+        self.oauthConfidentialSessionLifetime = oauthConfidentialSessionLifetime
+        self.oauthConfidentialRefreshIdleLifetime = oauthConfidentialRefreshIdleLifetime
         self.pushedRequestLifetime = pushedRequestLifetime
         self.authorizationCodeLifetime = authorizationCodeLifetime
         self.dpopNonceRotationPeriod = dpopNonceRotationPeriod

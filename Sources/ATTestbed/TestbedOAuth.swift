@@ -11,6 +11,9 @@ final class TestbedOAuth: Sendable {
     /// The PDS's nonces, separate from the authorization servers' as on real deployments.
     let pdsNonces: DPoPNonceSource
     let pdsVerifier: DPoPVerifier
+    /// Client metadata documents served at `clients.<domain>`.
+    let clients = OAuthClientDirectory()
+    let clientsHost: String
     let metrics = OAuthMetrics()
     let misbehaviours = OAuthMisbehaviours()
     /// Who the authorize endpoint approves when the request has no `login_hint`.
@@ -19,6 +22,7 @@ final class TestbedOAuth: Sendable {
     init(domain: String, clock: TestbedClock, noncePeriod: Duration) {
         issuer = AuthorizationServerState(host: "auth.\(domain)", clock: clock, noncePeriod: noncePeriod)
         rogueIssuer = AuthorizationServerState(host: "rogue-auth.\(domain)", clock: clock, noncePeriod: noncePeriod)
+        clientsHost = "clients.\(domain)"
         pdsNonces = DPoPNonceSource(period: noncePeriod, clock: clock)
         pdsVerifier = DPoPVerifier(now: { clock.now() })
     }

@@ -56,23 +56,40 @@ final class OAuthFixture: Sendable {
             .validated(expectedIssuer: issuer, pdsOrigin: pds)
     }
 
-    func server(_ endpoints: AuthorizationServerEndpoints) -> OAuthServerClient {
-        OAuthServerClient(endpoints: endpoints, client: .none(clientID: loopback.clientID), http: http, nonces: nonces,
-                          clockSkew: clockSkew, now: clock)
+    /// Who logs in: the client's authentication, redirect URI and scope.
+    struct TestClient: Sendable {
+        var authentication: ClientAuthentication
+        var redirectURI: String
+        var scope: String
+
+        var clientID: String { authentication.clientID }
+    }
+
+    /// The development client on port 8123, as the daemon's login will use it.
+    var loopbackClient: TestClient {
+        TestClient(authentication: .none(clientID: loopback.clientID), redirectURI: loopback.redirectURI,
+                   scope: loopback.scope)
+    }
+
+    func server(_ endpoints: AuthorizationServerEndpoints, client: TestClient? = nil) -> OAuthServerClient {
+        OAuthServerClient(endpoints: endpoints, client: (client ?? loopbackClient).authentication, http: http,
+                          nonces: nonces, clockSkew: clockSkew, now: clock)
     }
 
     var resource: DPoPResourceClient { DPoPResourceClient(http: http, nonces: nonces, clockSkew: clockSkew, now: clock) }
 
     /// PAR for `account` (by handle); the pending login is remembered for the callback.
     func push(_ account: TestAccount, endpoints: AuthorizationServerEndpoints, key: DPoPKey = .generate(),
-              redirectURI: String? = nil, expectedDID: String? = nil)
+              client: TestClient? = nil, redirectURI: String? = nil, expectedDID: String? = nil)
         async throws -> (pending: PendingAuthorization, requestURI: String)
     {
+        let client = client ?? loopbackClient
         let pkce = PKCE.generate()
         let state = SecureRandom.state()
-        let request = AuthorizationRequest(clientID: loopback.clientID, redirectURI: redirectURI ?? loopback.redirectURI,
-                                           scope: loopback.scope, state: state, pkce: pkce, loginHint: account.handle)
-        let pushed = try await server(endpoints).pushAuthorization(request, dpopKey: key, nonceScope: account.handle)
+        let request = AuthorizationRequest(clientID: client.clientID, redirectURI: redirectURI ?? client.redirectURI,
+                                           scope: client.scope, state: state, pkce: pkce, loginHint: account.handle)
+        let pushed = try await server(endpoints, client: client)
+            .pushAuthorization(request, dpopKey: key, nonceScope: account.handle)
         let authorization = PendingAuthorization(state: state, issuer: endpoints.issuer, pkce: pkce,
                                                  redirectURI: request.redirectURI, dpopKey: key,
                                                  expectedDID: expectedDID, createdAt: testbed.now)
@@ -81,9 +98,11 @@ final class OAuthFixture: Sendable {
     }
 
     /// The browser's visit to the authorization endpoint: the server's answer, redirect not followed.
-    func authorize(_ requestURI: String, endpoints: AuthorizationServerEndpoints) async throws -> InboundResponse {
+    func authorize(_ requestURI: String, endpoints: AuthorizationServerEndpoints, client: TestClient? = nil)
+        async throws -> InboundResponse
+    {
         let url = try #require(OAuthRequests.authorizationURL(
-            endpoint: endpoints.authorization, clientID: loopback.clientID, requestURI: requestURI))
+            endpoint: endpoints.authorization, clientID: (client ?? loopbackClient).clientID, requestURI: requestURI))
         return try await http.send(OutboundRequest(url: url))
     }
 
@@ -97,19 +116,22 @@ final class OAuthFixture: Sendable {
 
     struct Login {
         let endpoints: AuthorizationServerEndpoints
+        var client: TestClient
         let key: DPoPKey
         var tokens: OAuthTokenSet
     }
 
     /// The whole flow: discovery, PAR, authorize, callback, code exchange; nonces moved to the DID.
-    func login(_ account: TestAccount, issuer: String? = nil) async throws -> Login {
+    func login(_ account: TestAccount, issuer: String? = nil, client: TestClient? = nil) async throws -> Login {
+        let client = client ?? loopbackClient
         let endpoints = try await discover(issuer: issuer)
         let key = DPoPKey.generate()
-        let (_, requestURI) = try await push(account, endpoints: endpoints, key: key)
-        let (authorization, code) = try callback(try await authorize(requestURI, endpoints: endpoints))
-        let tokens = try await server(endpoints).exchangeCode(code, for: authorization, nonceScope: account.handle)
+        let (_, requestURI) = try await push(account, endpoints: endpoints, key: key, client: client)
+        let (authorization, code) = try callback(try await authorize(requestURI, endpoints: endpoints, client: client))
+        let tokens = try await server(endpoints, client: client)
+            .exchangeCode(code, for: authorization, nonceScope: account.handle)
         nonces.move(from: account.handle, to: tokens.did.description)
-        return Login(endpoints: endpoints, key: key, tokens: tokens)
+        return Login(endpoints: endpoints, client: client, key: key, tokens: tokens)
     }
 
     /// `com.atproto.server.getSession` with the login's DPoP-bound access token.
@@ -120,7 +142,7 @@ final class OAuthFixture: Sendable {
     }
 
     func refresh(_ login: Login, refreshToken: String? = nil) async throws(OAuthClientError) -> OAuthTokenSet {
-        try await server(login.endpoints).refresh(refreshToken: refreshToken ?? login.tokens.refreshToken,
+        try await server(login.endpoints, client: login.client).refresh(refreshToken: refreshToken ?? login.tokens.refreshToken,
                                                   dpopKey: login.key, did: login.tokens.did.description)
     }
 }

@@ -132,7 +132,7 @@ struct OAuthTokenTests {
             url: url, headers: [("Authorization", "DPoP " + login.tokens.accessToken), ("DPoP", proof)]))
         #expect(noATH.status == 401)
 
-        login = OAuthFixture.Login(endpoints: login.endpoints, key: .generate(), tokens: login.tokens)
+        login = OAuthFixture.Login(endpoints: login.endpoints, client: login.client, key: .generate(), tokens: login.tokens)
         #expect(try await fixture.getSession(login).status == 401)
         let rejections = fixture.testbed.oauthStats(did: account.did).dpopRejections
         #expect(rejections["DPoP ath mismatch"] == 1)
