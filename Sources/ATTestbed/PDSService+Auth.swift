@@ -22,6 +22,7 @@ extension PDSService {
     private static let unverifiable = XRPCError(.badRequest, "InvalidToken", "Token could not be verified")
     private static let expired = XRPCError(.badRequest, "ExpiredToken", "Token has expired")
     private static let badScope = XRPCError(.badRequest, "InvalidToken", "Bad token scope")
+    private static let dpopTokenAsBearer = XRPCError(.badRequest, "InvalidToken", "DPoP-bound token used as a Bearer token")
 
     /// An access token, required; counts `authenticatedCalls` or `expiredAccessRejections`.
     func authenticateAccess(_ request: TestbedRequest) throws(XRPCError) -> Authenticated {
@@ -41,6 +42,8 @@ extension PDSService {
             context.accounts.account(did: expiredClaims.sub)?.data.withLock { $0.stats.expiredAccessRejections += 1 }
             throw Self.expired
         case .failure:
+            // A DPoP-bound token is worthless without its key's proof: never accept it as Bearer.
+            if context.oauth.issuer.tokens.verify(token) != nil { throw Self.dpopTokenAsBearer }
             throw Self.unverifiable
         }
         guard claims.scope == TokenScope.access || claims.scope == TokenScope.appPassword else { throw Self.badScope }

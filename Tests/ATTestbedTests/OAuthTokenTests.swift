@@ -132,6 +132,12 @@ struct OAuthTokenTests {
             url: url, headers: [("Authorization", "DPoP " + login.tokens.accessToken), ("DPoP", proof)]))
         #expect(noATH.status == 401)
 
+        // The token alone, as Bearer, is refused: it is bound to the key.
+        let bearer = try await fixture.http.send(OutboundRequest(
+            url: url, headers: [("Authorization", "Bearer " + login.tokens.accessToken)]))
+        #expect(bearer.status == 400)
+        #expect(bearer.errorBody.description == "DPoP-bound token used as a Bearer token")
+
         login = OAuthFixture.Login(endpoints: login.endpoints, client: login.client, key: .generate(), tokens: login.tokens)
         #expect(try await fixture.getSession(login).status == 401)
         let rejections = fixture.testbed.oauthStats(did: account.did).dpopRejections
