@@ -57,9 +57,11 @@ extension Testbed {
         context.clock.advance(by: duration)
     }
 
-    /// Zeroes the request counters, every account's stats and pending injected failures.
+    /// Zeroes the request counters, every account's stats and OAuth counters, and pending
+    /// injected failures.
     public func resetCounters() {
         context.metrics.reset()
+        context.oauth.metrics.reset()
         context.failures.reset()
         for account in context.accounts.all {
             account.data.withLock { $0.stats = AccountStats() }
