@@ -40,10 +40,11 @@ extension AuthorizationServer {
         return TestbedResponse(status: .found, headers: ["Location": pushed.redirectURI + separator + query])
     }
 
-    /// Everything but RFC 3986 unreserved characters escaped (`%20` for spaces).
+    /// Everything but RFC 3986 unreserved characters escaped (`%20` for spaces). ASCII only:
+    /// `CharacterSet.alphanumerics` would let non-ASCII letters into the Location header.
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
     static func percentEncode(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
     }
 }
