@@ -2,14 +2,37 @@
 #   make run    install what is missing, build, run blueskyd in the foreground on defaults
 #   make test   install what is missing, build, run every test (in a private network namespace)
 #   make bench  release build, then the benchmark (docs/PERFORMANCE.md)
+#   make install / make uninstall   PREFIX (default /usr/local) and DESTDIR, see README.md
 
 SWIFT      ?= swift
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := libsqlite3-dev libsystemd-dev dnsmasq-base socat util-linux iproute2 netcat-openbsd mandoc
 DEBUG_BIN  = $(shell $(SWIFT) build --show-bin-path)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
+# Release builds link the Swift runtime and Foundation statically: an idle daemon then maps
+# only its own binary (see docs/PERFORMANCE.md for what that does to its memory).
+RELEASE_FLAGS = -c release --static-swift-stdlib
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps build run test bench clean install uninstall release-build lint-man
+
+# Where `make install` puts things (Debian's layout for PREFIX=/usr). INSTALL_FROM: a directory
+# of already built binaries to install instead of making a release build.
+PREFIX      ?= /usr/local
+DESTDIR     ?=
+INSTALL_FROM ?=
+BINDIR      = $(PREFIX)/bin
+MANDIR      = $(PREFIX)/share/man
+USERUNITDIR = $(PREFIX)/lib/systemd/user
+DOCDIR      = $(PREFIX)/share/doc/blueskyd
+BASHCOMPDIR = $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  = $(PREFIX)/share/zsh/vendor-completions
+FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
+INSTALL_BIN = $(or $(INSTALL_FROM),$(RELEASE_BIN))
+INSTALLED_FILES = $(BINDIR)/blueskyd $(BINDIR)/bskyctl \
+	$(USERUNITDIR)/blueskyd.service $(USERUNITDIR)/blueskyd.socket \
+	$(MANDIR)/man1/blueskyd.1 $(MANDIR)/man1/bskyctl.1 $(MANDIR)/man5/blueskyd.toml.5 \
+	$(DOCDIR)/blueskyd.toml.example \
+	$(BASHCOMPDIR)/bskyctl $(ZSHCOMPDIR)/_bskyctl $(FISHCOMPDIR)/bskyctl.fish
 
 all: build
 
@@ -36,10 +59,37 @@ test: deps
 	# real daemons against its own testbed, and the token-expiry storms need the CPU to themselves.
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --skip EndToEndTests
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --filter EndToEndTests --no-parallel
+	# The units verify cleanly, the manual pages lint, make install/uninstall lay out every file.
+	scripts/check-packaging "$(DEBUG_BIN)"
 
 bench: deps
-	$(SWIFT) build -c release
+	$(SWIFT) build $(RELEASE_FLAGS)
 	BLUESKYD_BIN_DIR="$(RELEASE_BIN)" scripts/hermetic-run $(RELEASE_BIN)/blueskyd-bench
 
 clean:
 	rm -rf .build
+
+release-build:
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+install: $(if $(INSTALL_FROM),,release-build)
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(MANDIR)/man5" \
+	  "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
+	install -m 755 "$(INSTALL_BIN)/blueskyd" "$(INSTALL_BIN)/bskyctl" "$(DESTDIR)$(BINDIR)/"
+	sed 's|^ExecStart=/usr/local/bin/|ExecStart=$(BINDIR)/|' packaging/systemd/blueskyd.service > "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
+	chmod 644 "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
+	install -m 644 packaging/systemd/blueskyd.socket "$(DESTDIR)$(USERUNITDIR)/"
+	install -m 644 man/blueskyd.1 man/bskyctl.1 "$(DESTDIR)$(MANDIR)/man1/"
+	install -m 644 man/blueskyd.toml.5 "$(DESTDIR)$(MANDIR)/man5/"
+	install -m 644 etc/blueskyd.toml "$(DESTDIR)$(DOCDIR)/blueskyd.toml.example"
+	"$(INSTALL_BIN)/bskyctl" --generate-completion-script bash > "$(DESTDIR)$(BASHCOMPDIR)/bskyctl"
+	"$(INSTALL_BIN)/bskyctl" --generate-completion-script zsh > "$(DESTDIR)$(ZSHCOMPDIR)/_bskyctl"
+	"$(INSTALL_BIN)/bskyctl" --generate-completion-script fish > "$(DESTDIR)$(FISHCOMPDIR)/bskyctl.fish"
+	chmod 644 "$(DESTDIR)$(BASHCOMPDIR)/bskyctl" "$(DESTDIR)$(ZSHCOMPDIR)/_bskyctl" "$(DESTDIR)$(FISHCOMPDIR)/bskyctl.fish"
+
+uninstall:
+	rm -f $(addprefix "$(DESTDIR),$(addsuffix ",$(INSTALLED_FILES)))
+	rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null || true
+
+lint-man:
+	mandoc -T lint -W warning man/blueskyd.1 man/bskyctl.1 man/blueskyd.toml.5

@@ -6,6 +6,7 @@ import Logging
 import RPCServer
 import ServiceLifecycle
 import Synchronization
+import SystemdGlue
 import XRPC
 
 /// blueskyd itself: opens the store, loads the accounts, runs the schedule and the socket
@@ -13,10 +14,19 @@ import XRPC
 public struct Daemon: Sendable {
     public let configuration: DaemonConfiguration
     let logger: Logger
+    let logLevel: LogLevelControl
+    let readConfiguration: @Sendable () throws(ConfigurationError) -> DaemonConfiguration
 
-    public init(configuration: DaemonConfiguration, logger: Logger) {
+    /// - Parameters:
+    ///   - logLevel: the level the log handlers follow; a reload changes it.
+    ///   - readConfiguration: reads the configuration again for a SIGHUP reload, with the same
+    ///     precedence as at start (the default keeps `configuration`).
+    public init(configuration: DaemonConfiguration, logger: Logger, logLevel: LogLevelControl? = nil,
+                readConfiguration: (@Sendable () throws(ConfigurationError) -> DaemonConfiguration)? = nil) {
         self.configuration = configuration
         self.logger = logger
+        self.logLevel = logLevel ?? LogLevelControl(configuration.logLevel)
+        self.readConfiguration = readConfiguration ?? { configuration }
     }
 
     public func run() async throws(DaemonStartupError) {
@@ -33,9 +43,11 @@ public struct Daemon: Sendable {
         defer { withExtendedLifetime(lock) {} }
         let key = try startup(StoreKey.load(keyFile: stateDirectory.url.appendingPathComponent("store.key")))
         let store = try startup(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
-        let http = try startup(OutboundHTTP(.init(
-            policy: HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
-            extraCAFile: configuration.extraCAFile)))
+        let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
+        // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
+        // the hot path, through the lean keep-alive client on the caller's event loop.
+        let http = try startup(OutboundHTTP(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
+        let callHTTP = try startup(KeepAliveHTTPClient(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
         guard let plcURL = URL(string: configuration.plcURL) else {
             throw DaemonStartupError("plc_url is not a URL: \(configuration.plcURL)")
         }
@@ -43,7 +55,7 @@ public struct Daemon: Sendable {
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
         let scheduler = RefreshScheduler(maxConcurrent: configuration.maxConcurrentRefreshes, now: { Date() })
         let environment = SessionEnvironment(
-            store: store, http: http,
+            store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             refreshAhead: configuration.refreshAhead,
             backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
@@ -57,26 +69,37 @@ public struct Daemon: Sendable {
         }
 
         let stopping = Atomic(false)
+        let listener = try startup(try socketListener())
         let methods = DaemonMethods(
             accounts: accounts, proxy: XRPCProxy(registry: accounts.registry, environment: environment),
-            info: DaemonInfo(socketPath: configuration.socketPath, stateDirectory: stateDirectory.url.path,
+            info: DaemonInfo(socketPath: listener.path, stateDirectory: stateDirectory.url.path,
                              startedAt: Date()),
-            isStopping: { stopping.load(ordering: .relaxed) })
+            isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)
         let server = RPCServer(
-            socketPath: configuration.socketPath,
+            listener: listener.listener,
             configuration: .init(maxLineBytes: configuration.maxLineBytes,
                                  maxConcurrentRequestsPerConnection: configuration.maxRequestsPerConnection),
             handler: methods, logger: logger)
+        let reloader = ConfigurationReloader(
+            running: configuration, read: readConfiguration, logLevel: logLevel, environment: environment,
+            scheduler: scheduler, logger: logger)
+        let notifier = SystemdNotifier()
 
         let group = ServiceGroup(
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
                 SocketService(server: server, onShutdown: { stopping.store(true, ordering: .relaxed) }),
+                // Last, so that it is the first to hear of the stop (services stop in reverse order).
+                ServiceManagerService(
+                    notifier: notifier, server: server, liveness: Liveness(scheduler: scheduler, server: server),
+                    summary: StatusSummary(accounts: accounts, reloader: reloader), reloader: reloader,
+                    watchdogTimeout: SystemdWatchdog.timeout(), logger: logger),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         logger.info("blueskyd started", metadata: [
-            "socket": "\(configuration.socketPath)", "stateDirectory": "\(stateDirectory.url.path)",
+            "socket": "\(listener.path)", "socketActivated": "\(listener.activated)",
+            "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
         ])
         var failure: DaemonStartupError?
@@ -85,8 +108,13 @@ public struct Daemon: Sendable {
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }
+        await callHTTP.shutdown()
         try? await http.shutdown()
-        try? store.close()
+        do {
+            try store.close()
+        } catch {
+            logger.error("closing the account store failed", metadata: ["error": "\(error)"])
+        }
         if let failure {
             logger.error("blueskyd stopped on an error", metadata: ["error": "\(failure)"])
             throw failure

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SystemdGlue
 
 /// Exit statuses of blueskyd (documented in blueskyd(1)).
 public enum DaemonExitCode: Int32, Sendable {
@@ -16,6 +17,7 @@ public struct DaemonOverrides: Sendable {
     public var stateDirectory: String?
     public var socketPath: String?
     public var logLevel: String?
+    public var logTarget: String?
     public var nameservers: [String] = []
     public var plcURL: String?
     public var caFile: String?
@@ -43,6 +45,9 @@ extension DaemonConfiguration {
         if let v = overrides.logLevel {
             configuration.logLevel = try parseLogLevel(v, key: "--log-level", file: nil, line: nil)
         }
+        if let v = overrides.logTarget {
+            configuration.logTarget = try parseLogTarget(v, key: "--log-target", file: nil, line: nil)
+        }
         if !overrides.nameservers.isEmpty { configuration.nameservers = overrides.nameservers }
         if let v = overrides.plcURL { configuration.plcURL = v }
         if let v = overrides.caFile { configuration.extraCAFile = v }
@@ -69,15 +74,13 @@ public enum DaemonMain {
             FileHandle.standardError.write(Data("blueskyd: configuration error: \(error)\n".utf8))
             return DaemonExitCode.configuration.rawValue
         }
-        let level = configuration.logLevel
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        let level = LogLevelControl(configuration.logLevel)
+        LogSetup.bootstrap(target: configuration.logTarget, level: level, identifier: "blueskyd")
         let logger = Logger(label: "blueskyd")
         do {
-            try await Daemon(configuration: configuration, logger: logger).run()
+            let daemon = Daemon(configuration: configuration, logger: logger, logLevel: level,
+                                readConfiguration: { () throws(ConfigurationError) in try DaemonConfiguration.resolve(overrides) })
+            try await daemon.run()
             return DaemonExitCode.ok.rawValue
         } catch {
             FileHandle.standardError.write(Data("blueskyd: \(error)\n".utf8))

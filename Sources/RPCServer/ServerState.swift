@@ -33,6 +33,12 @@ struct ServerState {
 
     var openConnections: [any Channel] { Array(connections.values) }
 
+    /// The listening channel while the server accepts connections.
+    var listeningChannel: (any Channel)? {
+        if case .listening(let listener) = phase { return listener }
+        return nil
+    }
+
     mutating func startBinding() throws {
         guard case .idle = phase else { throw RPCServerStateError.alreadyStarted }
         phase = .binding

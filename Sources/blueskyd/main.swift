@@ -14,6 +14,10 @@ struct Blueskyd: AsyncParsableCommand {
 
             Exit status: 0 stopped cleanly; 1 a fatal error; 64 usage; 75 another blueskyd already uses \
             the state directory; 78 configuration error.
+
+            Under systemd: takes the listening socket passed by blueskyd.socket (LISTEN_FDS), reports \
+            readiness, status and watchdog keep-alives (NOTIFY_SOCKET), logs to the journal \
+            (JOURNAL_STREAM). SIGHUP reloads the configuration; SIGTERM stops gracefully.
             """,
         version: "0.1.0")
 
@@ -21,6 +25,7 @@ struct Blueskyd: AsyncParsableCommand {
     @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
     @Option(help: "Socket path.") var socket: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
+    @Option(help: "Where logs go: journal, console, or auto (the journal when stderr is connected to it).") var logTarget: String?
     @Option(help: "DNS server for handle lookups, host or host:port (repeatable).") var nameserver: [String] = []
     @Option(help: "PLC directory URL.") var plcURL: String?
     @Option(help: "PEM file of extra certificate authorities to trust.") var caFile: String?
@@ -32,6 +37,7 @@ struct Blueskyd: AsyncParsableCommand {
         overrides.stateDirectory = stateDirectory
         overrides.socketPath = socket
         overrides.logLevel = logLevel
+        overrides.logTarget = logTarget
         overrides.nameservers = nameserver
         overrides.plcURL = plcURL
         overrides.caFile = caFile

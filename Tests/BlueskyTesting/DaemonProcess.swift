@@ -13,11 +13,11 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Starts blueskyd against `testbed` and waits until its socket answers.
     /// `asUser` runs it under another uid/gid with setpriv (the directories are handed over to it).
     public init(directory: String, testbed: Testbed?, extraArguments: [String] = [],
-                asUser: (uid: UInt32, gid: UInt32)? = nil) async throws {
+                asUser: (uid: UInt32, gid: UInt32)? = nil, logLevel: String = "debug") async throws {
         stateDirectory = directory + "/state"
         socketPath = directory + "/run/blueskyd.sock"
         logFile = directory + "/blueskyd-\(UUID().uuidString.prefix(6)).log"
-        var args = ["--state-directory", stateDirectory, "--socket", socketPath, "--log-level", "debug"]
+        var args = ["--state-directory", stateDirectory, "--socket", socketPath, "--log-level", logLevel]
         if let testbed {
             args += ["--ca-file", testbed.caFile, "--plc-url", testbed.plcURL]
         }

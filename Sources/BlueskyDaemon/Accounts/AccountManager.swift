@@ -7,7 +7,7 @@ import XRPC
 
 /// Adds, removes and looks after accounts: the registry, the store and the schedule together.
 final class AccountManager: Sendable {
-    let registry = AccountRegistry()
+    var registry: AccountRegistry { environment.registry }
     let store: AccountStore
     let scheduler: RefreshScheduler
     let environment: SessionEnvironment

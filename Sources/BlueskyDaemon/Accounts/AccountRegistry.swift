@@ -42,6 +42,14 @@ final class AccountRegistry: Sendable {
         }
     }
 
+    /// Moves the account's entry in the handle index from its old handle to `handle`.
+    func reindexHandle(of id: UUID, to handle: String?) {
+        index.withLock { index in
+            for (name, owner) in index.byHandle where owner == id { index.byHandle[name] = nil }
+            if let handle { index.byHandle[handle.lowercased()] = id }
+        }
+    }
+
     func setDefault(_ id: UUID) {
         index.withLock { $0.defaultID = id }
     }

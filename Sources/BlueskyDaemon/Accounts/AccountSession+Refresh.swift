@@ -53,8 +53,10 @@ extension AccountSession {
         updated.refreshStartedAt = nil
         updated.state = .active
         updated.stateReason = nil
-        if let handle = session.handle, handle != updated.handle { updated.handle = handle }
+        let renamed = session.handle.map { $0 != record.handle } ?? false
+        if renamed { updated.handle = session.handle }
         update(record: updated)
+        if renamed { try adoptNewHandle(of: updated) }
         failedAttempts = 0
         retryAt = nil
         // Keep tokens in memory only for accounts that are in use.
@@ -62,6 +64,13 @@ extension AccountSession {
         logger.info("session refreshed", metadata: ["outcome": "refreshed"])
         await environment.reschedule(id, nextRefreshDate())
         return secrets
+    }
+
+    /// The server reports a new handle: save it, and find the account by it from now on.
+    private func adoptNewHandle(of updated: AccountRecord) throws {
+        try environment.store.update(updated)
+        environment.registry.reindexHandle(of: id, to: updated.handle)
+        logger.notice("the account's handle changed", metadata: ["handle": "\(updated.handle ?? "-")"])
     }
 
     /// Records why a refresh failed and returns the error for the waiting callers.

@@ -2,16 +2,20 @@ import BlueskyHTTP
 import BlueskyStore
 import Foundation
 import Logging
+import Synchronization
 import XRPC
 
 /// What every account session shares: the store, the HTTP client, timing rules and a clock.
 /// A class, so that each of the (possibly 100,000) sessions holds one reference to it.
 final class SessionEnvironment: Sendable {
     let store: AccountStore
+    /// The in-memory index of every session, so a session can re-index itself (a new handle).
+    let registry = AccountRegistry()
+    /// The client of proxied XRPC calls.
     let http: any HTTPFetching
     let sessions: LegacySessionClient
-    let refreshAhead: Duration
-    let backoff: Backoff
+    /// Timing rules a configuration reload may change while accounts are live.
+    private let timing: Mutex<(refreshAhead: Duration, backoff: Backoff)>
     let upstreamTimeout: Duration
     let logger: Logger
     /// Wall-clock now; token lifetimes are wall-clock.
@@ -25,12 +29,19 @@ final class SessionEnvironment: Sendable {
         self.store = store
         self.http = http
         self.sessions = sessions
-        self.refreshAhead = refreshAhead
-        self.backoff = backoff
+        self.timing = Mutex((refreshAhead, backoff))
         self.upstreamTimeout = upstreamTimeout
         self.logger = logger
         self.now = now
         self.reschedule = reschedule
+    }
+
+    var refreshAhead: Duration { timing.withLock { $0.refreshAhead } }
+    var backoff: Backoff { timing.withLock { $0.backoff } }
+
+    /// New timing rules (a reload): they apply from each account's next scheduling decision.
+    func retime(refreshAhead: Duration, backoff: Backoff) {
+        timing.withLock { $0 = (refreshAhead, backoff) }
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SystemdGlue
 import TOMLKit
 
 extension DaemonConfiguration {
@@ -8,6 +9,7 @@ extension DaemonConfiguration {
         "state_directory", "socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "upstream_timeout_seconds", "log_level",
+        "log_target",
     ]
 
     /// Applies a TOML configuration file over the current values. Unknown keys and values of
@@ -46,6 +48,7 @@ extension DaemonConfiguration {
         if let v = try reader.int("max_concurrent_refreshes", min: 1) { maxConcurrentRefreshes = v }
         if let v = try reader.int("upstream_timeout_seconds", min: 1) { upstreamTimeout = .seconds(v) }
         if let v = try reader.string("log_level") { logLevel = try Self.parseLogLevel(v, key: "log_level", file: file, line: reader.line(of: "log_level")) }
+        if let v = try reader.string("log_target") { logTarget = try Self.parseLogTarget(v, key: "log_target", file: file, line: reader.line(of: "log_target")) }
     }
 
     /// Applies `BLUESKYD_*` environment variables.
@@ -55,6 +58,16 @@ extension DaemonConfiguration {
         if let v = environment["BLUESKYD_LOG_LEVEL"], !v.isEmpty {
             logLevel = try Self.parseLogLevel(v, key: "BLUESKYD_LOG_LEVEL", file: nil, line: nil)
         }
+        if let v = environment["BLUESKYD_LOG_TARGET"], !v.isEmpty {
+            logTarget = try Self.parseLogTarget(v, key: "BLUESKYD_LOG_TARGET", file: nil, line: nil)
+        }
+    }
+
+    static func parseLogTarget(_ text: String, key: String, file: String?, line: Int?) throws(ConfigurationError) -> LogTarget {
+        guard let target = LogTarget(rawValue: text.lowercased()) else {
+            throw .badValue(key, "one of auto, journal, console", file: file, line: line)
+        }
+        return target
     }
 
     static func parseLogLevel(_ text: String, key: String, file: String?, line: Int?) throws(ConfigurationError) -> Logger.Level {

@@ -1,6 +1,7 @@
 import Foundation
 import JSONRPC
 import Logging
+import SystemdGlue
 
 /// Everything blueskyd can be told, with its defaults.
 ///
@@ -32,6 +33,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Timeout of one upstream request.
     public var upstreamTimeout: Duration
     public var logLevel: Logger.Level
+    /// Where logs go: the journal, the console, or `auto` (the journal when stderr is it).
+    public var logTarget: LogTarget
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         stateDirectory = Self.defaultStateDirectory(environment: environment)
@@ -48,6 +51,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         maxConcurrentRefreshes = 8
         upstreamTimeout = .seconds(30)
         logLevel = .info
+        logTarget = .auto
     }
 
     static func defaultStateDirectory(environment: [String: String]) -> String {

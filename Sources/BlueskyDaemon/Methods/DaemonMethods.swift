@@ -9,6 +9,7 @@ struct DaemonMethods: RPCMethodHandler {
     let proxy: XRPCProxy
     let info: DaemonInfo
     let isStopping: @Sendable () -> Bool
+    let logger: Logger
 
     func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError> {
         do {
@@ -57,10 +58,33 @@ struct DaemonMethods: RPCMethodHandler {
             return try await accountReply(record.id)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
-            return try await proxy.call(try XRPCCall(params: params))
+            return try await proxied(try XRPCCall(params: params))
         default:
             throw .methodNotFound(request.method)
         }
+    }
+
+    /// One proxied call, logged with its account, NSID and outcome (never its params or body).
+    private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
+        do {
+            let result = try await proxy.call(call)
+            // The hot path: build the metadata only when a debug line will be written.
+            if logger.logLevel <= .debug {
+                logger.debug("xrpc call", metadata: callMetadata(call, outcome: result["status"]?.intValue.map(String.init) ?? "?"))
+            }
+            return result
+        } catch {
+            logger.notice("xrpc call failed", metadata: callMetadata(call, outcome: error.rpcError.name))
+            throw error
+        }
+    }
+
+    private func callMetadata(_ call: XRPCCall, outcome: String) -> Logger.Metadata {
+        var metadata: Logger.Metadata = ["nsid": "\(call.nsid)", "outcome": "\(outcome)"]
+        if let session = try? accounts.registry.session(call.account) {
+            metadata["account"] = "\(session.id.uuidString.lowercased())"
+        }
+        return metadata
     }
 
     private func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {

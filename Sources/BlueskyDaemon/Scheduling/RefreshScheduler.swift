@@ -20,12 +20,15 @@ actor RefreshScheduler {
     private var dueDates: [UUID: Date] = [:]
     private var ready = Deque<UUID>()
     private var running = 0
-    private let maxConcurrent: Int
+    private var maxConcurrent: Int
     private let now: @Sendable () -> Date
     private var wakeup: CheckedContinuation<Void, Never>?
     private var timer: Task<Void, Never>?
     /// When the loop last went round; the watchdog checks it.
     private(set) var lastTurn = Date()
+    /// Liveness probes waiting for the loop's next turn.
+    private var probes: [CheckedContinuation<Bool, Never>] = []
+    private var isRunning = false
 
     init(maxConcurrent: Int, now: @escaping @Sendable () -> Date) {
         self.maxConcurrent = maxConcurrent
@@ -51,11 +54,40 @@ actor RefreshScheduler {
 
     var refreshesRunning: Int { running }
 
+    /// Changes how many refreshes may run at once (a reload); running ones are not stopped.
+    func setMaxConcurrent(_ limit: Int) {
+        precondition(limit > 0)
+        maxConcurrent = limit
+        wake()
+    }
+
+    /// True once the loop has gone round after this call: proof for the watchdog that it is
+    /// not stuck, rather than merely that the actor answers. False when the loop is not running.
+    func probe() async -> Bool {
+        guard isRunning else { return false }
+        return await withCheckedContinuation { continuation in
+            probes.append(continuation)
+            wake()
+        }
+    }
+
+    private func answerProbes(_ alive: Bool) {
+        let waiting = probes
+        probes = []
+        waiting.forEach { $0.resume(returning: alive) }
+    }
+
     /// Runs refreshes as they fall due until cancelled. `refresh` returns the account's next due date.
     func run(refresh: @escaping RefreshAction) async {
+        isRunning = true
+        defer {
+            isRunning = false
+            answerProbes(false)
+        }
         await withDiscardingTaskGroup { group in
             while !Task.isCancelled {
                 lastTurn = now()
+                answerProbes(true)
                 moveDueEntriesToReady()
                 while running < maxConcurrent, let id = ready.popFirst() {
                     running += 1

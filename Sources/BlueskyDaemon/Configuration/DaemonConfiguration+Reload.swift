@@ -1,0 +1,68 @@
+import Foundation
+
+/// What a reload does with a newly read configuration.
+public struct ReloadPlan: Sendable, Equatable {
+    /// The configuration to run on from now: the new values of the keys that can change while
+    /// running, the old values of the others (so a later reload still reports them).
+    public var effective: DaemonConfiguration
+    /// File keys whose new values take effect now.
+    public var applied: [String]
+    /// File keys that changed but take effect only after a restart.
+    public var needsRestart: [String]
+}
+
+extension DaemonConfiguration {
+    /// Keys a reload applies to the running daemon, in file order.
+    static let runtimeKeys: Set<String> = [
+        "log_level", "refresh_ahead_seconds", "retry_initial_seconds", "retry_max_seconds",
+        "max_concurrent_refreshes",
+    ]
+
+    /// Compares this (running) configuration with `new`, key by key.
+    public func reloadPlan(to new: DaemonConfiguration) -> ReloadPlan {
+        var effective = self
+        var applied: [String] = []
+        var needsRestart: [String] = []
+        for key in Self.fileKeys where !Self.sameValue(of: key, self, new) {
+            if Self.runtimeKeys.contains(key) {
+                Self.copyValue(of: key, from: new, to: &effective)
+                applied.append(key)
+            } else {
+                needsRestart.append(key)
+            }
+        }
+        return ReloadPlan(effective: effective, applied: applied, needsRestart: needsRestart)
+    }
+
+    private static func sameValue(of key: String, _ a: DaemonConfiguration, _ b: DaemonConfiguration) -> Bool {
+        switch key {
+        case "state_directory": a.stateDirectory == b.stateDirectory
+        case "socket": a.socketPath == b.socketPath
+        case "max_line_bytes": a.maxLineBytes == b.maxLineBytes
+        case "max_requests_per_connection": a.maxRequestsPerConnection == b.maxRequestsPerConnection
+        case "nameservers": a.nameservers == b.nameservers
+        case "plc_url": a.plcURL == b.plcURL
+        case "ca_file": a.extraCAFile == b.extraCAFile
+        case "allow_insecure_loopback": a.allowInsecureLoopback == b.allowInsecureLoopback
+        case "refresh_ahead_seconds": a.refreshAhead == b.refreshAhead
+        case "retry_initial_seconds": a.retryInitial == b.retryInitial
+        case "retry_max_seconds": a.retryMax == b.retryMax
+        case "max_concurrent_refreshes": a.maxConcurrentRefreshes == b.maxConcurrentRefreshes
+        case "upstream_timeout_seconds": a.upstreamTimeout == b.upstreamTimeout
+        case "log_level": a.logLevel == b.logLevel
+        case "log_target": a.logTarget == b.logTarget
+        default: preconditionFailure("fileKeys and reloadPlan disagree about '\(key)'")
+        }
+    }
+
+    private static func copyValue(of key: String, from new: DaemonConfiguration, to target: inout DaemonConfiguration) {
+        switch key {
+        case "log_level": target.logLevel = new.logLevel
+        case "refresh_ahead_seconds": target.refreshAhead = new.refreshAhead
+        case "retry_initial_seconds": target.retryInitial = new.retryInitial
+        case "retry_max_seconds": target.retryMax = new.retryMax
+        case "max_concurrent_refreshes": target.maxConcurrentRefreshes = new.maxConcurrentRefreshes
+        default: preconditionFailure("'\(key)' is not a runtime key")
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import RPCServer
+import SystemdGlue
+
+/// Where the daemon serves: a socket systemd passed, or one it binds itself.
+struct DaemonListener {
+    var listener: RPCServer.Listener
+    /// The socket's path, for daemon.info and the logs.
+    var path: String
+    /// True when systemd passed the socket (blueskyd.socket).
+    var activated: Bool
+}
+
+/// Why the socket systemd passed cannot be used, in one line.
+struct ListenerError: Error, CustomStringConvertible {
+    var description: String
+}
+
+extension Daemon {
+    /// The socket named "blueskyd" (FileDescriptorName= in blueskyd.socket) or the only one
+    /// passed by socket activation; otherwise the configured path, bound by the server.
+    func socketListener() throws -> DaemonListener {
+        let passed: SocketActivation.Descriptor?
+        do {
+            passed = try SocketActivation.listeningSocket(named: "blueskyd")
+        } catch {
+            throw ListenerError(description: error.description)
+        }
+        guard let passed else {
+            return DaemonListener(listener: .path(configuration.socketPath), path: configuration.socketPath,
+                                  activated: false)
+        }
+        guard passed.isListeningUnixStream else {
+            throw ListenerError(description: """
+                socket activation: descriptor \(passed.fd) ('\(passed.name)') is not a listening Unix stream socket; \
+                use ListenStream= with a path in the .socket unit
+                """)
+        }
+        let path = passed.boundPath ?? "(inherited descriptor \(passed.fd))"
+        if path != configuration.socketPath {
+            logger.notice("serving the socket systemd passed, not the configured path", metadata: [
+                "socket": "\(path)", "configuredSocket": "\(configuration.socketPath)",
+            ])
+        }
+        return DaemonListener(listener: .inheritedDescriptor(passed.fd), path: path, activated: true)
+    }
+}

@@ -1,0 +1,68 @@
+import Foundation
+import Logging
+
+/// Readable log lines on stderr, for a terminal or a log file:
+/// `2026-11-23T14:48:16.123Z info blueskyd: session refreshed account=… did=… outcome=refreshed`.
+public struct ConsoleLogHandler: LogHandler {
+    public let label: String
+    public var metadata: Logger.Metadata = [:]
+    public var metadataProvider: Logger.MetadataProvider?
+    private let control: LogLevelControl
+    private var ownLevel: Logger.Level?
+
+    public init(label: String, level: LogLevelControl,
+                metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider) {
+        self.label = label
+        self.control = level
+        self.metadataProvider = metadataProvider
+    }
+
+    /// The shared level, unless this one logger was given its own.
+    public var logLevel: Logger.Level {
+        get { ownLevel ?? control.level }
+        set { ownLevel = newValue }
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        let line = Self.format(
+            date: Date(), level: event.level, label: label, message: event.message.description,
+            metadata: LogFields.merged(metadata, metadataProvider?.get(), event.metadata))
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+
+    /// One line, secrets redacted, metadata sorted by key so lines are easy to compare.
+    static func format(date: Date, level: Logger.Level, label: String, message: String,
+                       metadata: Logger.Metadata) -> String {
+        var line = "\(timestamp(date)) \(level) \(label): \(LogRedaction.redact(oneLine(message)))"
+        for key in metadata.keys.sorted() {
+            line += " \(key)=\(LogRedaction.redact(oneLine(metadata[key]!.description)))"
+        }
+        return line + "\n"
+    }
+
+    private static func oneLine(_ text: String) -> String {
+        text.contains(where: \.isNewline) ? String(text.map { $0.isNewline ? " " : $0 }) : text
+    }
+
+    private static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+}
+
+/// Metadata handling shared by both handlers.
+enum LogFields {
+    /// Handler metadata, then the provider's, then the event's; later ones win.
+    static func merged(_ layers: Logger.Metadata?...) -> Logger.Metadata {
+        var result: Logger.Metadata = [:]
+        for layer in layers {
+            guard let layer else { continue }
+            result.merge(layer) { _, new in new }
+        }
+        return result
+    }
+}

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+@testable import BlueskyDaemon
+
+@Suite("The scheduler's liveness probe and run-time limits")
+struct SchedulerLivenessTests {
+    @Test("a probe is answered by the running loop, even when nothing is due for an hour; not when it is stopped")
+    func probe() async {
+        let scheduler = RefreshScheduler(maxConcurrent: 1, now: { Date() })
+        #expect(await scheduler.probe() == false, "no loop, no proof of life")
+        await scheduler.schedule(UUID(), at: Date().addingTimeInterval(3600))
+        let running = Task { await scheduler.run { _ in nil } }
+        let deadline = ContinuousClock.now + .seconds(10)
+        var alive = false
+        while !alive, ContinuousClock.now < deadline {
+            alive = await Liveness.answers(within: .seconds(1)) { await scheduler.probe() }
+        }
+        #expect(alive, "the sleeping loop wakes, goes round and answers")
+        running.cancel()
+        await running.value
+        #expect(await scheduler.probe() == false)
+    }
+
+    @Test("a probe that never answers counts as dead after the deadline")
+    func hungProbe() async {
+        let start = ContinuousClock.now
+        let alive = await Liveness.answers(within: .milliseconds(200)) {
+            await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }  // never resumes
+            return true
+        }
+        #expect(!alive)
+        #expect(ContinuousClock.now - start < .seconds(5))
+    }
+
+    @Test("raising max_concurrent_refreshes while running lets more refreshes run at once")
+    func raiseLimit() async {
+        let scheduler = RefreshScheduler(maxConcurrent: 1, now: { Date() })
+        let recorder = RefreshSchedulerTests.Recorder()
+        for _ in 0..<40 { await scheduler.schedule(UUID(), at: Date()) }
+        await scheduler.setMaxConcurrent(4)
+        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        await recorder.waitFor(count: 40)
+        running.cancel()
+        await running.value
+        #expect(recorder.order.count == 40)
+        #expect(recorder.mostAtOnce > 1 && recorder.mostAtOnce <= 4, "saw \(recorder.mostAtOnce) at once")
+    }
+}
+
+@Suite("The watchdog's liveness check")
+struct LivenessCheckTests {
+    @Test("parts that answer false or not at all are named; the check itself returns within its deadline")
+    func namesTheDeadParts() async {
+        let liveness = Liveness(probes: [
+            .init(name: "alive") { true },
+            .init(name: "says no") { false },
+            .init(name: "wedged") {
+                await withCheckedContinuation { (_: CheckedContinuation<Void, Never>) in }
+                return true
+            },
+        ])
+        let start = ContinuousClock.now
+        #expect(await liveness.unresponsiveParts(within: .milliseconds(200)) == ["says no", "wedged"])
+        #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(await Liveness(probes: [.init(name: "alive") { true }]).unresponsiveParts(within: .seconds(1)).isEmpty)
+    }
+}
