@@ -46,6 +46,7 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 	@command -v $(SWIFT) >/dev/null || { echo "swift is not on PATH: install Swift 6.1 or later from swift.org"; exit 1; }
+	@python3 -c 'import joserfc' 2>/dev/null || python3 -m pip install --quiet joserfc  # DPoPTests' independent verifier
 
 build: deps
 	$(SWIFT) build

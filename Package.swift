@@ -87,7 +87,7 @@ let package = Package(
 
         // A local AT Protocol network for tests and benchmarks: PLC, handles, PDS, over TLS.
         .target(name: "ATTestbed", dependencies: [
-            "ATSyntax", "JSONRPC",
+            "ATSyntax", "JSONRPC", "DPoP",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "X509", package: "swift-certificates"),
@@ -120,8 +120,22 @@ let package = Package(
         ] + nio),
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
         .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "BlueskyHTTP", "JSONRPC"]),
-        .testTarget(name: "ATTestbedTests", dependencies: ["ATTestbed", "BlueskyTesting"]),
+        .testTarget(name: "ATTestbedTests", dependencies: [
+            "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
+
+        // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
+        .target(name: "DPoP", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ATOAuth", dependencies: [
+            "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .testTarget(name: "DPoPTests", dependencies: ["DPoP", .product(name: "Crypto", package: "swift-crypto")],
+                    exclude: ["verify_dpop_proof.py"]),
+        .testTarget(name: "ATOAuthTests", dependencies: [
+            "ATOAuth", "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),
     ]
 )

@@ -37,6 +37,14 @@ struct TestbedRequest {
         return String(host.prefix { $0 != ":" })
     }
 
+    /// Every `name=value` pair in order (repeated names kept), `+` as space, escapes decoded.
+    static func parsePairs(_ text: Substring) -> [(name: String, value: String)] {
+        text.split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (decodeComponent(parts[0]), parts.count > 1 ? decodeComponent(parts[1]) : "")
+        }
+    }
+
     /// First value wins, `+` means space, percent-escapes decoded.
     static func parseQuery(_ text: Substring) -> [String: String] {
         var result: [String: String] = [:]
@@ -50,7 +58,7 @@ struct TestbedRequest {
         return result
     }
 
-    private static func decodeComponent(_ text: Substring) -> String {
+    static func decodeComponent(_ text: Substring) -> String {
         var bytes: [UInt8] = []
         var iterator = text.utf8.makeIterator()
         while let byte = iterator.next() {
@@ -74,6 +82,9 @@ struct TestbedResponse {
     var status: HTTPResponseStatus
     var headers: HTTPHeaders
     var body: [UInt8]
+    /// Close the connection instead of answering: the request took effect on the server, but
+    /// the client never learns the outcome (a lost response).
+    var dropsConnection = false
 
     init(status: HTTPResponseStatus = .ok, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         self.status = status

@@ -102,6 +102,10 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 response = router.handle(request)
             }
             body = nil
+            if response.dropsConnection {
+                context.close(promise: nil)
+                return
+            }
             write(
                 response, version: requestHead.version, keepAlive: keepAlive,
                 omitBody: requestHead.method == .HEAD, context: context)

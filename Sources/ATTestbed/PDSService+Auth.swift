@@ -12,7 +12,7 @@ extension PDSService {
     private func bearerToken(_ request: TestbedRequest) throws(XRPCError) -> String? {
         guard let header = request.headers.first(name: "authorization") else { return nil }
         let parts = header.split(separator: " ", maxSplits: 1)
-        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+        guard parts.count == 2, parts[0].lowercased() == "bearer" || parts[0].lowercased() == "dpop" else {
             throw XRPCError(.badRequest, "InvalidToken", "Unexpected authorization type")
         }
         return String(parts[1]).trimmingCharacters(in: .whitespaces)
@@ -22,6 +22,7 @@ extension PDSService {
     private static let unverifiable = XRPCError(.badRequest, "InvalidToken", "Token could not be verified")
     private static let expired = XRPCError(.badRequest, "ExpiredToken", "Token has expired")
     private static let badScope = XRPCError(.badRequest, "InvalidToken", "Bad token scope")
+    private static let dpopTokenAsBearer = XRPCError(.badRequest, "InvalidToken", "DPoP-bound token used as a Bearer token")
 
     /// An access token, required; counts `authenticatedCalls` or `expiredAccessRejections`.
     func authenticateAccess(_ request: TestbedRequest) throws(XRPCError) -> Authenticated {
@@ -31,6 +32,7 @@ extension PDSService {
 
     /// Like `authenticateAccess`, but a request without `Authorization` is let through (nil).
     func authenticateAccessIfPresent(_ request: TestbedRequest) throws(XRPCError) -> Authenticated? {
+        if let dpopToken = try dpopAccessToken(request) { return try authenticateDPoP(request, token: dpopToken) }
         guard let token = try bearerToken(request) else { return nil }
         let claims: TokenClaims
         switch context.signer.verify(token, now: context.clock.now()) {
@@ -40,6 +42,8 @@ extension PDSService {
             context.accounts.account(did: expiredClaims.sub)?.data.withLock { $0.stats.expiredAccessRejections += 1 }
             throw Self.expired
         case .failure:
+            // A DPoP-bound token is worthless without its key's proof: never accept it as Bearer.
+            if context.oauth.issuer.tokens.verify(token) != nil { throw Self.dpopTokenAsBearer }
             throw Self.unverifiable
         }
         guard claims.scope == TokenScope.access || claims.scope == TokenScope.appPassword else { throw Self.badScope }
@@ -56,6 +60,7 @@ extension PDSService {
     /// A refresh token (refreshSession, deleteSession). Failures count `rejectedRefreshes`
     /// when `countRejections` and the token names an account.
     func authenticateRefresh(_ request: TestbedRequest, countRejections: Bool) throws(XRPCError) -> Authenticated {
+        if try dpopAccessToken(request) != nil { throw Self.badScope }
         guard let token = try bearerToken(request) else { throw Self.missing }
         func reject(_ error: XRPCError, did: String?) -> XRPCError {
             if countRejections, let did {

@@ -7,16 +7,23 @@ struct XRPCError: Error {
     let status: HTTPResponseStatus
     let name: String
     let message: String?
+    /// Extra headers, e.g. `WWW-Authenticate` on DPoP refusals.
+    var headers: HTTPHeaders = [:]
 
-    init(_ status: HTTPResponseStatus, _ name: String, _ message: String? = nil) {
+    init(_ status: HTTPResponseStatus, _ name: String, _ message: String? = nil, headers: HTTPHeaders = [:]) {
         self.status = status
         self.name = name
         self.message = message
+        self.headers = headers
     }
 
     static func invalidRequest(_ message: String) -> XRPCError { XRPCError(.badRequest, "InvalidRequest", message) }
 
-    var response: TestbedResponse { .xrpcError(status, name, message) }
+    var response: TestbedResponse {
+        var response = TestbedResponse.xrpcError(status, name, message)
+        for (name, value) in headers { response.headers.replaceOrAdd(name: name, value: value) }
+        return response
+    }
 }
 
 /// The PDS at `pds.<domain>`: XRPC dispatch, counting, injected failures and rate-limit headers.
@@ -29,6 +36,7 @@ struct PDSService: Sendable {
     func handle(_ request: TestbedRequest) -> TestbedResponse {
         guard request.path.hasPrefix("/xrpc/") else {
             if request.path == "/" { return .text("atproto testbed PDS\n") }
+            if request.path == "/.well-known/oauth-protected-resource" { return protectedResourceMetadata() }
             return .xrpcError(.notFound, "NotFound", "Not Found")
         }
         let nsid = String(request.path.dropFirst("/xrpc/".count))
@@ -58,6 +66,10 @@ struct PDSService: Sendable {
         response.headers.replaceOrAdd(
             name: "RateLimit-Policy", value: "\(RequestMetrics.rateLimit);w=\(RequestMetrics.rateWindowSeconds)")
         if let retryAfter { response.headers.replaceOrAdd(name: "Retry-After", value: String(retryAfter)) }
+        // Only DPoP clients get nonces; the app-password path stays as it was.
+        if request.headers.contains(name: "dpop") {
+            response.headers.replaceOrAdd(name: "DPoP-Nonce", value: context.oauth.pdsNonces.issue())
+        }
         return response
     }
 

@@ -1,13 +1,18 @@
-/// Virtual hosts: `pds.<domain>`, `plc.<domain>`, and every other `<name>.<domain>` is a handle.
+/// Virtual hosts: `pds.<domain>`, `plc.<domain>`, the authorization servers `auth.<domain>` and
+/// `rogue-auth.<domain>`, client metadata at `clients.<domain>`, and every other `<name>.<domain>` is a handle.
 struct Router: Sendable {
     let context: TestbedContext
     let identity: IdentityEndpoints
     let pds: PDSService
+    let authorizationServer: AuthorizationServer
+    let rogueAuthorizationServer: AuthorizationServer
 
     init(context: TestbedContext) {
         self.context = context
         identity = IdentityEndpoints(context: context)
         pds = PDSService(context: context, identity: identity)
+        authorizationServer = AuthorizationServer(context: context, state: context.oauth.issuer)
+        rogueAuthorizationServer = AuthorizationServer(context: context, state: context.oauth.rogueIssuer)
     }
 
     func handle(_ request: TestbedRequest) -> TestbedResponse {
@@ -20,6 +25,9 @@ struct Router: Sendable {
         let host = request.host
         if host == context.pdsHost { return pds.handle(request) }
         if host == context.plcHost { return identity.handlePLC(request) }
+        if host == authorizationServer.state.host { return authorizationServer.handle(request) }
+        if host == rogueAuthorizationServer.state.host { return rogueAuthorizationServer.handle(request) }
+        if host == context.oauth.clientsHost { return context.oauth.clients.handle(request) }
         if host.hasSuffix("." + context.domain) { return identity.handleHandleHost(request) }
         return .text("misdirected request: no such host on this testbed", status: .misdirectedRequest)
     }

@@ -2,7 +2,7 @@ import Foundation
 
 /// Accounts, the test controls (clock, failures, revocation) and the server-side counters.
 extension Testbed {
-    /// Creates an account (handle `<name>.<domain>`, names must be unique and not `pds`/`plc`).
+    /// Creates an account (handle `<name>.<domain>`, names must be unique and not `pds`, `plc`, `auth`, `rogue-auth` or `clients`).
     public func createAccount(_ spec: AccountSpec) async -> TestAccount {
         let handle = context.handle(forName: spec.name)
         let did = spec.didMethod == .plc ? Identifiers.randomPLC() : context.webDID(forHandle: handle)
@@ -57,9 +57,11 @@ extension Testbed {
         context.clock.advance(by: duration)
     }
 
-    /// Zeroes the request counters, every account's stats and pending injected failures.
+    /// Zeroes the request counters, every account's stats and OAuth counters, and pending
+    /// injected failures.
     public func resetCounters() {
         context.metrics.reset()
+        context.oauth.metrics.reset()
         context.failures.reset()
         for account in context.accounts.all {
             account.data.withLock { $0.stats = AccountStats() }

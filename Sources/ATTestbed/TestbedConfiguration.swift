@@ -1,6 +1,8 @@
 /// How a testbed is named, where it listens, and the token lifetimes its PDS hands out.
 public struct TestbedConfiguration: Sendable {
-    /// Hosts are `plc.<domain>`, `pds.<domain>` and `<name>.<domain>` for handles.
+    /// Hosts are `plc.<domain>`, `pds.<domain>`, the OAuth authorization servers `auth.<domain>`
+    /// and `rogue-auth.<domain>`, hosted OAuth client metadata at `clients.<domain>`, and
+    /// `<name>.<domain>` for handles.
     public var domain: String
     /// The IPv4 or IPv6 address to listen on; it is also a SAN of the server certificate.
     public var bindAddress: String
@@ -16,6 +18,23 @@ public struct TestbedConfiguration: Sendable {
     public var refreshGracePeriod: Duration
     /// Largest request body accepted (uploadBlob); larger requests get 413.
     public var maxRequestBodyBytes: Int
+    /// Lifetime of OAuth access tokens (`expires_in`; the reference server: 15-60 minutes).
+    /// Works down to 1 second.
+    public var oauthAccessTokenLifetime: Duration
+    /// How long an OAuth session of a public client lives after login, however often it is
+    /// refreshed; an unused refresh token expires after the same time (the reference: 14 days).
+    public var oauthSessionLifetime: Duration
+    /// How long a confidential (`private_key_jwt`) client's session lives (the reference: 2 years).
+    public var oauthConfidentialSessionLifetime: Duration
+    /// How long a confidential client's refresh token may go unused (the reference: 3 months).
+    public var oauthConfidentialRefreshIdleLifetime: Duration
+    /// How long a pushed authorization request's `request_uri` stays usable (the reference: 5 minutes).
+    public var pushedRequestLifetime: Duration
+    /// How long an authorization code may wait for its exchange (the reference: 1 minute).
+    public var authorizationCodeLifetime: Duration
+    /// How often the DPoP nonces of the authorization server and of the PDS rotate; the previous,
+    /// current and next nonce are accepted (the reference: 60 seconds).
+    public var dpopNonceRotationPeriod: Duration
 
     public init(
         domain: String = "tb1.test",
@@ -25,7 +44,14 @@ public struct TestbedConfiguration: Sendable {
         accessTokenLifetime: Duration = .seconds(2 * 3600),
         refreshTokenLifetime: Duration = .seconds(90 * 24 * 3600),
         refreshGracePeriod: Duration = .seconds(2 * 3600),
-        maxRequestBodyBytes: Int = 8 * 1024 * 1024
+        maxRequestBodyBytes: Int = 8 * 1024 * 1024,
+        oauthAccessTokenLifetime: Duration = .seconds(15 * 60),
+        oauthSessionLifetime: Duration = .seconds(14 * 24 * 3600),
+        oauthConfidentialSessionLifetime: Duration = .seconds(2 * 365 * 24 * 3600),
+        oauthConfidentialRefreshIdleLifetime: Duration = .seconds(90 * 24 * 3600),
+        pushedRequestLifetime: Duration = .seconds(5 * 60),
+        authorizationCodeLifetime: Duration = .seconds(60),
+        dpopNonceRotationPeriod: Duration = .seconds(60)
     ) {
         self.domain = domain.lowercased()
         self.bindAddress = bindAddress
@@ -35,6 +61,13 @@ public struct TestbedConfiguration: Sendable {
         self.refreshTokenLifetime = refreshTokenLifetime
         self.refreshGracePeriod = refreshGracePeriod
         self.maxRequestBodyBytes = maxRequestBodyBytes
+        self.oauthAccessTokenLifetime = oauthAccessTokenLifetime
+        self.oauthSessionLifetime = oauthSessionLifetime
+        self.oauthConfidentialSessionLifetime = oauthConfidentialSessionLifetime
+        self.oauthConfidentialRefreshIdleLifetime = oauthConfidentialRefreshIdleLifetime
+        self.pushedRequestLifetime = pushedRequestLifetime
+        self.authorizationCodeLifetime = authorizationCodeLifetime
+        self.dpopNonceRotationPeriod = dpopNonceRotationPeriod
     }
 }
 

@@ -13,10 +13,12 @@ final class TestbedContext: Sendable {
     let failures = FailureInjector()
     let feed = FeedIndex()
     let tids = TIDGenerator()
+    let oauth: TestbedOAuth
 
     init(configuration: TestbedConfiguration) {
         self.configuration = configuration
         boundPort = Atomic(configuration.port)
+        oauth = TestbedOAuth(domain: configuration.domain, clock: clock, noncePeriod: configuration.dpopNonceRotationPeriod)
     }
 
     /// The listening port; set once bound (port 0 only becomes known then).

@@ -12,8 +12,13 @@ struct AtprotoTestbedCommand: AsyncParsableCommand {
         abstract: "Run a local AT Protocol network (PLC directory, handle hosts, PDS) over HTTPS.",
         discussion: """
             Prints one JSON line on stdout once listening:
-            {"caFile":…,"plcURL":…,"pdsURL":…,"port":…,"accounts":[{"did","handle","password","appPassword"}]}
-            then serves until SIGTERM or SIGINT.
+            {"caFile":…,"plcURL":…,"pdsURL":…,"port":…,"accounts":[{"did","handle","password","appPassword"}],
+             "oauth":{"issuer","rogueIssuer","protectedResourceMetadata","authorizationServerMetadata",
+                      "pushedAuthorizationRequestEndpoint","authorizationEndpoint","tokenEndpoint",
+                      "revocationEndpoint","clients","accessTokenLifetime","sessionLifetime","noncePeriod"}}
+            then serves until SIGTERM or SIGINT. OAuth logins use a loopback client_id
+            (http://localhost?redirect_uri=http%3A%2F%2F127.0.0.1%3A<port>%2Fcallback&scope=…) with an
+            account's handle as login_hint; the authorize endpoint approves without asking.
             """
     )
 
@@ -38,6 +43,15 @@ struct AtprotoTestbedCommand: AsyncParsableCommand {
     @Option(help: "Seconds a rotated refresh token keeps returning its successor.")
     var refreshGracePeriod: Double = 7200
 
+    @Option(help: "OAuth access token lifetime (expires_in) in seconds.")
+    var oauthAccessTokenLifetime: Double = 15 * 60
+
+    @Option(help: "OAuth session lifetime for public clients in seconds.")
+    var oauthSessionLifetime: Double = 14 * 24 * 3600
+
+    @Option(help: "Seconds between DPoP nonce rotations (authorization server and PDS).")
+    var dpopNoncePeriod: Double = 60
+
     @Option(help: "An account as name:password:app-password (repeatable).")
     var account: [String] = []
 
@@ -52,6 +66,8 @@ struct AtprotoTestbedCommand: AsyncParsableCommand {
             throw ValidationError("--account must be name:password:app-password, got '\(spec.prefix { $0 != ":" }):…'")
         }
         guard accessTokenLifetime >= 1 else { throw ValidationError("--access-token-lifetime must be at least 1") }
+        guard oauthAccessTokenLifetime >= 1 else { throw ValidationError("--oauth-access-token-lifetime must be at least 1") }
+        guard dpopNoncePeriod >= 1 else { throw ValidationError("--dpop-nonce-period must be at least 1") }
     }
 
     func run() async throws {
@@ -86,6 +102,9 @@ struct AtprotoTestbedCommand: AsyncParsableCommand {
             configuration.accessTokenLifetime = .milliseconds(Int64(accessTokenLifetime * 1000))
             configuration.refreshTokenLifetime = .milliseconds(Int64(refreshTokenLifetime * 1000))
             configuration.refreshGracePeriod = .milliseconds(Int64(refreshGracePeriod * 1000))
+            configuration.oauthAccessTokenLifetime = .milliseconds(Int64(oauthAccessTokenLifetime * 1000))
+            configuration.oauthSessionLifetime = .milliseconds(Int64(oauthSessionLifetime * 1000))
+            configuration.dpopNonceRotationPeriod = .milliseconds(Int64(dpopNoncePeriod * 1000))
         }
         if hermetic {
             return try await Testbed.startInHermeticNetwork(directory: dir, configure: apply)
@@ -99,16 +118,35 @@ struct AtprotoTestbedCommand: AsyncParsableCommand {
         struct Account: Encodable {
             let did, handle, password, appPassword: String
         }
+        /// What an OAuth login needs: the issuer the PDS names, its endpoints, the clients it accepts.
+        struct OAuth: Encodable {
+            let issuer, rogueIssuer, protectedResourceMetadata, authorizationServerMetadata: String
+            let pushedAuthorizationRequestEndpoint, authorizationEndpoint, tokenEndpoint, revocationEndpoint: String
+            let clients: String
+            let accessTokenLifetime, sessionLifetime, noncePeriod: Double
+        }
         let caFile, plcURL, pdsURL, domain: String
         let port: Int
         let accounts: [Account]
+        let oauth: OAuth
     }
 
     private func printReadyLine(testbed: Testbed, accounts: [TestAccount]) throws {
         let line = ReadyLine(
             caFile: testbed.caFile, plcURL: testbed.plcURL, pdsURL: testbed.pdsURL,
             domain: testbed.configuration.domain, port: testbed.port,
-            accounts: accounts.map { .init(did: $0.did, handle: $0.handle, password: $0.password, appPassword: $0.appPassword) })
+            accounts: accounts.map { .init(did: $0.did, handle: $0.handle, password: $0.password, appPassword: $0.appPassword) },
+            oauth: .init(
+                issuer: testbed.oauthIssuer, rogueIssuer: testbed.rogueOAuthIssuer,
+                protectedResourceMetadata: testbed.protectedResourceMetadataURL,
+                authorizationServerMetadata: testbed.oauthIssuer + "/.well-known/oauth-authorization-server",
+                pushedAuthorizationRequestEndpoint: testbed.oauthIssuer + "/oauth/par",
+                authorizationEndpoint: testbed.oauthIssuer + "/oauth/authorize",
+                tokenEndpoint: testbed.oauthIssuer + "/oauth/token",
+                revocationEndpoint: testbed.oauthIssuer + "/oauth/revoke",
+                clients: "loopback: http://localhost?redirect_uri=...&scope=... (login_hint: a handle or DID)",
+                accessTokenLifetime: oauthAccessTokenLifetime, sessionLifetime: oauthSessionLifetime,
+                noncePeriod: dpopNoncePeriod))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         FileHandle.standardOutput.write(try encoder.encode(line) + Data("\n".utf8))

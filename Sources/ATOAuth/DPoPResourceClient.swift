@@ -1,0 +1,83 @@
+import BlueskyHTTP
+import DPoP
+import Foundation
+
+/// Sends requests to a PDS with a DPoP-bound access token: `Authorization: DPoP <token>` and a
+/// proof carrying `ath`.
+///
+/// Like ``OAuthServerClient``, it feeds every response's `DPoP-Nonce` to the nonce cache (keyed
+/// by account and PDS origin) and its `Date` to the skew estimate, and retries a
+/// `use_dpop_nonce` challenge exactly once when it brought a new nonce. Other answers, including
+/// `invalid_token`, are returned as they are: classify them with ``DPoPChallenge/classify(status:wwwAuthenticate:body:)``
+/// and refresh the session (never concurrently) when the token was refused.
+public struct DPoPResourceClient: Sendable {
+    private let http: any HTTPFetching
+    private let nonces: DPoPNonceCache
+    private let clockSkew: ClockSkewEstimator
+    private let now: @Sendable () -> Date
+
+    public init(http: any HTTPFetching, nonces: DPoPNonceCache, clockSkew: ClockSkewEstimator,
+                now: @escaping @Sendable () -> Date = { Date() }) {
+        self.http = http
+        self.nonces = nonces
+        self.clockSkew = clockSkew
+        self.now = now
+    }
+
+    /// Sends `request` for `account`, replacing any `Authorization` or `DPoP` header it had.
+    public func send(_ request: OutboundRequest, accessToken: String, dpopKey: DPoPKey, account: String,
+                     timeout: Duration = .seconds(30)) async throws(DPoPResourceError) -> InboundResponse
+    {
+        let target: DPoPRequest
+        do {
+            target = try DPoPRequest.resource(method: request.method, url: request.url.absoluteString, accessToken: accessToken)
+        } catch {
+            throw .proof(error)
+        }
+        let origin = target.target.origin
+        let signer = DPoPSigner(key: dpopKey, now: now)
+        let baseHeaders = request.headers.filter { name, _ in
+            let lowered = name.lowercased()
+            return lowered != "authorization" && lowered != "dpop"
+        }
+        var attempt = 0
+        while true {
+            attempt += 1
+            let sentNonce = nonces.nonce(account: account, origin: origin)
+            let proof: String
+            do {
+                proof = try signer.proof(for: target, nonce: sentNonce, clockSkew: clockSkew.offset)
+            } catch {
+                throw .proof(error)
+            }
+            var outbound = request
+            outbound.headers = baseHeaders + [("Authorization", "DPoP " + accessToken), ("DPoP", proof)]
+            let response: InboundResponse
+            do {
+                response = try await http.send(outbound, timeout: timeout)
+            } catch {
+                throw .transport(error)
+            }
+            let receivedAt = now()
+            clockSkew.record(dateHeader: response.header("Date"), receivedAt: receivedAt)
+            let freshNonce = response.header("DPoP-Nonce")
+            nonces.update(account: account, origin: origin, nonce: freshNonce, receivedAt: receivedAt)
+            let challenged = DPoPChallenge.isNonceChallenge(status: response.status, wwwAuthenticate: response.header("WWW-Authenticate"),
+                                                            body: response.body)
+            guard challenged, attempt == 1, let freshNonce, freshNonce != sentNonce else { return response }
+        }
+    }
+}
+
+/// Failures to send a DPoP-bound request (the server's own answers are returned, not thrown).
+public enum DPoPResourceError: Error, Sendable, Equatable, CustomStringConvertible {
+    case transport(HTTPError)
+    case proof(DPoPError)
+
+    public var description: String {
+        switch self {
+        case .transport(let error): error.description
+        case .proof(let error): error.description
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import DPoP
+import Synchronization
+
+/// The OAuth side of a testbed: both authorization servers' state, the PDS's nonces and DPoP
+/// verifier, the counters and the misbehaviours switched on.
+final class TestbedOAuth: Sendable {
+    /// The PDS's own authorization server (`auth.<domain>`).
+    let issuer: AuthorizationServerState
+    /// An authorization server no DID names (`rogue-auth.<domain>`).
+    let rogueIssuer: AuthorizationServerState
+    /// The PDS's nonces, separate from the authorization servers' as on real deployments.
+    let pdsNonces: DPoPNonceSource
+    let pdsVerifier: DPoPVerifier
+    /// Client metadata documents served at `clients.<domain>`.
+    let clients = OAuthClientDirectory()
+    let clientsHost: String
+    let metrics = OAuthMetrics()
+    let misbehaviours = OAuthMisbehaviours()
+    /// Who the authorize endpoint approves when the request has no `login_hint`.
+    let defaultApprovalDID = Mutex<String?>(nil)
+
+    init(domain: String, clock: TestbedClock, noncePeriod: Duration) {
+        issuer = AuthorizationServerState(host: "auth.\(domain)", clock: clock, noncePeriod: noncePeriod)
+        rogueIssuer = AuthorizationServerState(host: "rogue-auth.\(domain)", clock: clock, noncePeriod: noncePeriod)
+        clientsHost = "clients.\(domain)"
+        pdsNonces = DPoPNonceSource(period: noncePeriod, clock: clock)
+        pdsVerifier = DPoPVerifier(now: { clock.now() })
+    }
+
+    func setNonceChurn(_ enabled: Bool) {
+        issuer.nonces.churnsEveryResponse = enabled
+        rogueIssuer.nonces.churnsEveryResponse = enabled
+        pdsNonces.churnsEveryResponse = enabled
+    }
+}
