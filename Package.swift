@@ -102,7 +102,8 @@ let package = Package(
         // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
         .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", logging,
+            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", logging,
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTP1", package: "swift-nio"),

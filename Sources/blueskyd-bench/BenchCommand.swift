@@ -34,8 +34,8 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Registered account counts for the memory section, comma-separated.")
     var accountCounts = "1,1000,100000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
-    @Option(help: "Sections to run, comma-separated: throughput, latency, memory.")
-    var sections = "throughput,latency,memory"
+    @Option(help: "Sections to run, comma-separated: throughput, latency, memory, dpop.")
+    var sections = "throughput,latency,memory,dpop"
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
     @Option(help: "Seconds after which the whole run gives up (children are killed).") var timeLimit = 600.0

@@ -10,6 +10,7 @@ struct BenchReport: Codable, Sendable {
     var throughput: ThroughputResult?
     var latency: LatencyResult?
     var memory: [MemoryResult] = []
+    var dpop: DPoPResult?
     /// Sections that failed or were skipped, one line each.
     var problems: [String] = []
 }

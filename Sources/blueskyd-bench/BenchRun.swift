@@ -44,6 +44,14 @@ struct BenchRun {
                 report.memory.append(await memory.measure(accounts: count))
             }
         }
+        if options.wants("dpop") {
+            progress.say("dpop: \(DPoPBench.rounds) alternating batches of proofs and raw signatures")
+            do {
+                report.dpop = try DPoPBench().run()
+            } catch {
+                report.problems.append("dpop: \(describe(error))")
+            }
+        }
         await upstream.process?.stop()
         if let testbed = upstream.testbed { try? await testbed.shutdown() }
         return report
