@@ -4,8 +4,9 @@ import Testing
 
 @Suite("The keep-alive client of proxied calls")
 struct KeepAliveHTTPClientTests {
-    private func client(maxBodyBytes: Int = 1 << 20) throws -> KeepAliveHTTPClient {
-        try KeepAliveHTTPClient(.init(policy: HTTPPolicy(allowInsecureLoopback: true), maxBodyBytes: maxBodyBytes))
+    private func client(maxBodyBytes: Int = 1 << 20, maxConnections: Int = 32) throws -> KeepAliveHTTPClient {
+        try KeepAliveHTTPClient(.init(policy: HTTPPolicy(allowInsecureLoopback: true), maxBodyBytes: maxBodyBytes,
+                                      maxConnectionsPerOrigin: maxConnections))
     }
 
     private func url(_ server: ScriptedHTTPServer, _ target: String) -> URL {
@@ -100,5 +101,37 @@ struct KeepAliveHTTPClientTests {
         await #expect(throws: HTTPError.insecureURL("http://example.com/xrpc")) {
             _ = try await relaxed.send(OutboundRequest(url: URL(string: "http://example.com/xrpc")!))
         }
+    }
+
+    @Test("a burst of requests shares at most the allowed connections, and every request is answered")
+    func capsConnections() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        let http = try client(maxConnections: 2)
+        let target = url(server, "/slow")
+        let answers = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<10 { group.addTask { try await http.send(OutboundRequest(url: target)).status } }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(answers == Array(repeating: 200, count: 10))
+        #expect(server.connections == 2)
+        await http.shutdown()
+        await server.stop()
+    }
+
+    @Test("a request waiting for a connection gives up at its deadline")
+    func waitingTimesOut() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        let http = try client(maxConnections: 1)
+        let silent = url(server, "/silent")
+        let occupying = Task { try? await http.send(OutboundRequest(url: silent), timeout: .seconds(5)) }
+        // Wait until the silent request holds the only connection.
+        while server.connections == 0 { await Task.yield() }
+        await #expect(throws: HTTPError.timedOut("http://127.0.0.1:\(server.port)/echo")) {
+            _ = try await http.send(OutboundRequest(url: url(server, "/echo")), timeout: .milliseconds(200))
+        }
+        #expect(server.connections == 1, "the waiting request opened no connection of its own")
+        occupying.cancel()
+        await http.shutdown()
+        await server.stop()
     }
 }

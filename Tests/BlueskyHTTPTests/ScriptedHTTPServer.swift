@@ -9,7 +9,8 @@ import Synchronization
 /// - `/close`: 200 with `Connection: close`;
 /// - `/drop-next`: 200, then the next request on that connection is dropped unanswered
 ///   (the server's idle close racing a request);
-/// - `/big`: 200 with a 4,096-byte body; `/silent`: never answers.
+/// - `/big`: 200 with a 4,096-byte body; `/silent`: never answers;
+/// - `/slow`: as `/echo`, 50 ms later (so that concurrent requests overlap).
 final class ScriptedHTTPServer: Sendable {
     private let channel: any Channel
     private let accepted = Atomic<Int>(0)
@@ -80,6 +81,14 @@ private final class ScriptedHandler: ChannelInboundHandler {
         case .end:
             guard let requestHead = head else { return }
             head = nil
+            if requestHead.uri == "/slow" {
+                let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                context.eventLoop.scheduleTask(in: .milliseconds(50)) {
+                    let (handler, context) = loopBound.value
+                    handler.answer(requestHead, context: context)
+                }
+                return
+            }
             answer(requestHead, context: context)
         }
     }

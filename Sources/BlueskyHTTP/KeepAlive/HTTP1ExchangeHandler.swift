@@ -106,10 +106,12 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        fail(.closedBeforeResponse, close: false)
-        onClosed?()
+        // The pool first, so that a retry of the failed exchange finds this one no longer counted.
+        let closed = onClosed
         onClosed = nil
         onReusable = nil
+        closed?()
+        fail(.closedBeforeResponse, close: false)
         context.fireChannelInactive()
     }
 

@@ -1,15 +1,19 @@
 import NIOCore
 import NIOHTTP1
-import NIOPosix
 import NIOSSL
 
 /// The keep-alive connections of one event loop. Everything here runs on that loop, so a
 /// request started by a task on the loop is written, answered and handed back on one thread.
+///
+/// At most `maxConnectionsPerOrigin` connections to one server are open at a time; further
+/// requests wait for one to come free (or for their deadline), so a burst of local calls never
+/// turns into a flood of connections to the PDS.
 final class HTTP1LoopPool: @unchecked Sendable {
     struct Limits {
         var connectTimeout: TimeAmount
         var idleTimeout: TimeAmount
         var maxIdlePerOrigin: Int
+        var maxConnectionsPerOrigin: Int
     }
 
     /// One open connection and the handler that runs its exchanges (used on the loop only).
@@ -23,11 +27,20 @@ final class HTTP1LoopPool: @unchecked Sendable {
         }
     }
 
+    /// A request waiting for a connection: a new one, or one an earlier request is done with.
+    final class Waiter: @unchecked Sendable {
+        let promise: EventLoopPromise<(Connection, reused: Bool)>
+        var deadline: Scheduled<Void>?
+        init(promise: EventLoopPromise<(Connection, reused: Bool)>) { self.promise = promise }
+    }
+
     let loop: any EventLoop
-    private let tls: NIOSSLContext
-    private let limits: Limits
+    let tls: NIOSSLContext
+    let limits: Limits
     private var idle: [HTTP1Origin: [Connection]] = [:]
-    private var isShutDown = false
+    private var open: [HTTP1Origin: Int] = [:]
+    private var waiting: [HTTP1Origin: [Waiter]] = [:]
+    private(set) var isShutDown = false
 
     init(loop: any EventLoop, tls: NIOSSLContext, limits: Limits) {
         self.loop = loop
@@ -36,46 +49,76 @@ final class HTTP1LoopPool: @unchecked Sendable {
     }
 
     /// Sends one request and collects its answer. A reused connection that the server closed
-    /// before answering (its idle timeout racing the request) gets the request once more on a
-    /// fresh connection: the server never saw it.
+    /// before answering (its idle timeout racing the request) gets the request once more on
+    /// another connection: the server never saw it.
     func execute(origin: HTTP1Origin, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
                  timeout: TimeAmount) -> EventLoopFuture<InboundResponse> {
         loop.preconditionInEventLoop()
-        if let reused = takeIdle(origin) {
-            return exchange(on: reused, head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout)
-                .flatMapError { error in
-                    guard case HTTP1ExchangeFailure.closedBeforeResponse = error else {
-                        return self.loop.makeFailedFuture(error)
-                    }
-                    return self.freshExchange(origin: origin, head: head, body: body,
-                                              maxBodyBytes: maxBodyBytes, timeout: timeout)
-                }
-        }
-        return freshExchange(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout)
+        return attempt(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout,
+                       mayRetry: true)
     }
 
-    /// Closes every idle connection and refuses new ones.
+    private func attempt(origin: HTTP1Origin, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
+                         timeout: TimeAmount, mayRetry: Bool) -> EventLoopFuture<InboundResponse> {
+        acquire(origin, timeout: timeout).flatMap { connection, reused in
+            let promise = self.loop.makePromise(of: InboundResponse.self)
+            connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout,
+                                     promise: promise)
+            return promise.futureResult.flatMapError { error in
+                guard reused, mayRetry, case HTTP1ExchangeFailure.closedBeforeResponse = error else {
+                    return self.loop.makeFailedFuture(error)
+                }
+                return self.attempt(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes,
+                                    timeout: timeout, mayRetry: false)
+            }
+        }
+    }
+
+    /// Closes every idle connection, fails every waiting request, and refuses new ones.
     func shutdown() {
         loop.preconditionInEventLoop()
         isShutDown = true
         let all = idle.values.flatMap { $0 }
         idle.removeAll()
         for connection in all { connection.channel.close(promise: nil) }
-    }
-
-    private func freshExchange(origin: HTTP1Origin, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
-                               timeout: TimeAmount) -> EventLoopFuture<InboundResponse> {
-        connect(origin).flatMap { connection in
-            self.exchange(on: connection, head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout)
+        let waiters = waiting.values.flatMap { $0 }
+        waiting.removeAll()
+        for waiter in waiters {
+            waiter.deadline?.cancel()
+            waiter.promise.fail(HTTP1ExchangeFailure.transport(ChannelError.ioOnClosedChannel))
         }
     }
 
-    private func exchange(on connection: Connection, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
-                          timeout: TimeAmount) -> EventLoopFuture<InboundResponse> {
-        let promise = loop.makePromise(of: InboundResponse.self)
-        connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout,
-                                 promise: promise)
-        return promise.futureResult
+    /// An idle connection, a new one while under the limit, or a place in the queue.
+    private func acquire(_ origin: HTTP1Origin, timeout: TimeAmount) -> EventLoopFuture<(Connection, reused: Bool)> {
+        if let connection = takeIdle(origin) { return loop.makeSucceededFuture((connection, reused: true)) }
+        if open[origin, default: 0] < limits.maxConnectionsPerOrigin {
+            return openConnection(to: origin).map { ($0, reused: false) }
+        }
+        let waiter = Waiter(promise: loop.makePromise())
+        waiter.deadline = loop.scheduleTask(in: timeout) { [weak self, weak waiter] () -> Void in
+            guard let self, let waiter else { return }
+            self.waiting[origin]?.removeAll { $0 === waiter }
+            waiter.promise.fail(HTTP1ExchangeFailure.timedOut)
+        }
+        waiting[origin, default: []].append(waiter)
+        return waiter.promise.futureResult
+    }
+
+    /// Opens a connection and counts it until it closes.
+    private func openConnection(to origin: HTTP1Origin) -> EventLoopFuture<Connection> {
+        guard !isShutDown else {
+            return loop.makeFailedFuture(HTTP1ExchangeFailure.transport(ChannelError.ioOnClosedChannel))
+        }
+        open[origin, default: 0] += 1
+        return connect(origin,
+                       onReusable: { [weak self] connection in self?.release(connection, origin: origin) },
+                       onClosed: { [weak self] connection in self?.closed(connection, origin: origin) })
+            .flatMapErrorThrowing { error in
+                self.open[origin, default: 1] -= 1
+                self.serveNextWaiter(origin)
+                throw error
+            }
     }
 
     private func takeIdle(_ origin: HTTP1Origin) -> Connection? {
@@ -88,52 +131,50 @@ final class HTTP1LoopPool: @unchecked Sendable {
         return nil
     }
 
+    /// A connection finished an exchange and may take another: the next waiter's, or idle.
     private func release(_ connection: Connection, origin: HTTP1Origin) {
-        guard !isShutDown, connection.channel.isActive, idle[origin, default: []].count < limits.maxIdlePerOrigin else {
+        guard !isShutDown, connection.channel.isActive else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        if let waiter = nextWaiter(origin) {
+            waiter.promise.succeed((connection, reused: true))
+            return
+        }
+        guard idle[origin, default: []].count < limits.maxIdlePerOrigin else {
             connection.channel.close(promise: nil)
             return
         }
         idle[origin, default: []].append(connection)
-        connection.idleTimer = loop.scheduleTask(in: limits.idleTimeout) { [weak self, weak connection] in
-            guard let self, let connection else { return }
-            self.forget(connection, origin: origin)
-            connection.channel.close(promise: nil)
+        connection.idleTimer = loop.scheduleTask(in: limits.idleTimeout) { [weak connection] in
+            connection?.channel.close(promise: nil)
         }
     }
 
-    private func forget(_ connection: Connection, origin: HTTP1Origin) {
+    /// A connection went away: it no longer counts, and a waiter may open a new one.
+    private func closed(_ connection: Connection, origin: HTTP1Origin) {
         connection.idleTimer?.cancel()
         connection.idleTimer = nil
         idle[origin]?.removeAll { $0 === connection }
+        open[origin, default: 1] -= 1
+        serveNextWaiter(origin)
     }
 
-    private func connect(_ origin: HTTP1Origin) -> EventLoopFuture<Connection> {
-        guard !isShutDown else { return loop.makeFailedFuture(HTTP1ExchangeFailure.transport(ChannelError.ioOnClosedChannel)) }
-        let handler = HTTP1ExchangeHandler()
-        let tls = self.tls
-        return ClientBootstrap(group: loop)
-            .connectTimeout(limits.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    if origin.isTLS {
-                        // SNI carries names only; an IP literal is verified without it.
-                        let name = origin.isIPAddress ? nil : origin.host
-                        try pipeline.addHandler(NIOSSLClientHandler(context: tls, serverHostname: name))
-                    }
-                    try pipeline.addHTTPClientHandlers()
-                    try pipeline.addHandler(handler)
-                }
+    private func serveNextWaiter(_ origin: HTTP1Origin) {
+        guard open[origin, default: 0] < limits.maxConnectionsPerOrigin, let waiter = nextWaiter(origin) else { return }
+        openConnection(to: origin).whenComplete { result in
+            switch result {
+            case .success(let connection): waiter.promise.succeed((connection, reused: false))
+            case .failure(let error): waiter.promise.fail(error)
             }
-            .connect(host: origin.host, port: origin.port)
-            .map { channel in
-                let connection = Connection(channel: channel, handler: handler)
-                // The handler holds its connection until the channel closes, which clears both.
-                handler.onReusable = { [weak self] in self?.release(connection, origin: origin) }
-                handler.onClosed = { [weak self] in self?.forget(connection, origin: origin) }
-                return connection
-            }
-            .flatMapErrorThrowing { error in throw HTTP1ExchangeFailure.transport(error) }
+        }
+    }
+
+    private func nextWaiter(_ origin: HTTP1Origin) -> Waiter? {
+        guard var queue = waiting[origin], !queue.isEmpty else { return nil }
+        let waiter = queue.removeFirst()
+        waiting[origin] = queue.isEmpty ? nil : queue
+        waiter.deadline?.cancel()
+        return waiter
     }
 }

@@ -21,17 +21,22 @@ public final class KeepAliveHTTPClient: HTTPFetching {
         public var maxBodyBytes: Int
         /// Idle connections kept per server and event loop.
         public var maxIdlePerOrigin: Int
+        /// Connections open at once per server and event loop; more requests wait their turn.
+        public var maxConnectionsPerOrigin: Int
         /// An idle connection is closed after this long (servers close theirs too).
         public var idleTimeout: Duration
 
         public init(policy: HTTPPolicy = HTTPPolicy(), extraCAFile: String? = nil,
                     connectTimeout: Duration = .seconds(10), maxBodyBytes: Int = 64 << 20,
-                    maxIdlePerOrigin: Int = 32, idleTimeout: Duration = .seconds(50)) {
+                    maxIdlePerOrigin: Int = 32, maxConnectionsPerOrigin: Int = 32,
+                    idleTimeout: Duration = .seconds(50)) {
+            precondition(maxConnectionsPerOrigin > 0)
             self.policy = policy
             self.extraCAFile = extraCAFile
             self.connectTimeout = connectTimeout
             self.maxBodyBytes = maxBodyBytes
             self.maxIdlePerOrigin = maxIdlePerOrigin
+            self.maxConnectionsPerOrigin = maxConnectionsPerOrigin
             self.idleTimeout = idleTimeout
         }
     }
@@ -52,7 +57,8 @@ public final class KeepAliveHTTPClient: HTTPFetching {
         let limits = HTTP1LoopPool.Limits(
             connectTimeout: TimeAmount(configuration.connectTimeout),
             idleTimeout: TimeAmount(configuration.idleTimeout),
-            maxIdlePerOrigin: configuration.maxIdlePerOrigin)
+            maxIdlePerOrigin: configuration.maxIdlePerOrigin,
+            maxConnectionsPerOrigin: configuration.maxConnectionsPerOrigin)
         pools = group.makeIterator().map { loop in
             (ObjectIdentifier(loop), HTTP1LoopPool(loop: loop, tls: context, limits: limits))
         }
