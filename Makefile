@@ -6,7 +6,8 @@
 
 SWIFT      ?= swift
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-DEB_PACKAGES := libsqlite3-dev libsystemd-dev dnsmasq-base socat util-linux iproute2 netcat-openbsd mandoc
+DEB_PACKAGES := libsqlite3-dev libsystemd-dev systemd dnsmasq-base socat util-linux iproute2 netcat-openbsd \
+	mandoc man-db python3-pip
 DEBUG_BIN  = $(shell $(SWIFT) build --show-bin-path)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 # Release builds link the Swift runtime and Foundation statically: an idle daemon then maps
@@ -46,7 +47,9 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
 	@command -v $(SWIFT) >/dev/null || { echo "swift is not on PATH: install Swift 6.1 or later from swift.org"; exit 1; }
-	@python3 -c 'import joserfc' 2>/dev/null || python3 -m pip install --quiet joserfc  # DPoPTests' independent verifier
+	@# DPoPTests' independent verifier; Debian's own python3 wants --break-system-packages for pip.
+	@python3 -c 'import joserfc' 2>/dev/null || python3 -m pip install --quiet joserfc 2>/dev/null \
+	  || python3 -m pip install --quiet --break-system-packages joserfc
 
 build: deps
 	$(SWIFT) build
