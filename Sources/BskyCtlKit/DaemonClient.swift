@@ -46,6 +46,8 @@ final class DaemonClient {
             return CtlFailure(Self.notRunningMessage(path: path), status: .daemonUnavailable)
         case .permissionDenied(let path):
             return CtlFailure("permission denied: the socket \(path) belongs to another user's blueskyd", status: .permissionDenied)
+        case .foreignPeer:
+            return CtlFailure(clientError.description, status: .permissionDenied)
         case .connectionClosed:
             return .requestFailed("blueskyd closed the connection before replying")
         case .malformedReply(let detail):

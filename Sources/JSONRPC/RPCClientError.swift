@@ -10,6 +10,9 @@ public enum RPCClientError: Error, Sendable, Hashable, CustomStringConvertible {
     case daemonNotRunning(String)
     /// The socket is not ours to use (file permissions, or the daemon refused our uid).
     case permissionDenied(String)
+    /// The process serving the socket runs as another user (nil: its uid could not be read):
+    /// nothing was sent to it.
+    case foreignPeer(String, uid: UInt32?)
     /// The daemon closed the connection before replying.
     case connectionClosed
     /// The daemon sent something that is not a JSON-RPC reply.
@@ -25,6 +28,8 @@ public enum RPCClientError: Error, Sendable, Hashable, CustomStringConvertible {
             "blueskyd is not running (nothing is listening on \(path))"
         case .permissionDenied(let path):
             "permission denied: \(path) belongs to another user's blueskyd"
+        case .foreignPeer(let path, let uid):
+            "permission denied: \(path) is served by \(uid.map { "uid \($0)" } ?? "an unknown user"), not by this user; nothing was sent"
         case .connectionClosed:
             "blueskyd closed the connection before replying"
         case .malformedReply(let detail):

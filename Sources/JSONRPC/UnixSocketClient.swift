@@ -43,7 +43,30 @@ enum UnixSocketClient {
             default: throw RPCClientError.socketFailure(operation: "connect to \(path)", errno: code)
             }
         }
+        // Whoever answers will be sent passwords: it must run as this user. A socket another
+        // user created first (in /tmp, say) is refused before a byte is written.
+        let peer = peerUID(fd)
+        guard peer == geteuid() else {
+            closeDescriptor(fd)
+            throw RPCClientError.foreignPeer(path, uid: peer)
+        }
         return fd
+    }
+
+    /// The uid of the process at the other end; nil when the system cannot tell.
+    static func peerUID(_ fd: Int32) -> UInt32? {
+        #if canImport(Glibc)
+        // Linux's `struct ucred` (pid, uid, gid), which Glibc's overlay hides behind _GNU_SOURCE.
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0 else { return nil }
+        return credentials.uid
+        #else
+        var uid: uid_t = 0
+        var gid: gid_t = 0
+        guard getpeereid(fd, &uid, &gid) == 0 else { return nil }
+        return uid
+        #endif
     }
 
     /// Sets both the receive and the send timeout.

@@ -81,11 +81,17 @@ public final class DaemonProcess: @unchecked Sendable {
         }
     }
 
-    /// True once the server answers, even with `PermissionDenied` (a daemon of another uid).
+    /// True once the server answers, even with `PermissionDenied`, or once it listens as
+    /// another uid (which the client refuses to talk to).
     private func answers() async throws -> Bool {
         let socketPath = self.socketPath
         return try await offThePool {
-            guard let connection = try? RPCClientConnection(socketPath: socketPath, timeout: .seconds(5)) else {
+            let connection: RPCClientConnection
+            do {
+                connection = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(5))
+            } catch RPCClientError.foreignPeer {
+                return true
+            } catch {
                 return false
             }
             defer { connection.close() }

@@ -63,9 +63,32 @@ struct SocketSafetyTests {
         #expect(info.status == 0, "the daemon's own user is served (--socket may come first): \(info.stderr)")
         let refused = try await CommandResult.run(Binaries.path("bskyctl"), ["status", "--socket", daemon.socketPath])
         #expect(refused.status == 77, "root is refused with exit 77: \(refused.stdout) \(refused.stderr)")
-        #expect(refused.stderr.lowercased().contains("permission denied"))
+        #expect(refused.stderr.contains("permission denied") && refused.stderr.contains("uid 65534"),
+                "bskyctl itself refuses a daemon of another user: \(refused.stderr)")
+        // The daemon refuses the connection on its side too, and says so in its log.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !daemon.log.contains("refused a connection from another user"), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
         #expect(daemon.log.contains("refused a connection from another user") && daemon.log.contains("peer.uid=0"),
                 "the refusal is logged with the peer's uid")
+
+        // A socket that another user put in our place is never sent a password.
+        let impostor = try SpawnedProcess("/usr/bin/setpriv", [
+            "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/socat", "-u",
+            "UNIX-LISTEN:\(directory.path)/impostor.sock,fork", "OPEN:\(directory.path)/impostor.out,creat,append",
+        ], outputFile: directory.path + "/impostor.log")
+        defer { impostor.terminate() }
+        let listening = ContinuousClock.now + .seconds(10)
+        while !FileManager.default.fileExists(atPath: directory.path + "/impostor.sock"), ContinuousClock.now < listening {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let login = try await CommandResult.run(Binaries.path("bskyctl"), [
+            "login", "alice.tb1.test", "--app-password", "--socket", directory.path + "/impostor.sock",
+        ], stdin: "secret-app-password\n")
+        #expect(login.status == 77, "a socket served by another uid is refused: \(login.stderr)")
+        let received = (try? String(contentsOfFile: directory.path + "/impostor.out", encoding: .utf8)) ?? ""
+        #expect(!received.contains("secret-app-password"), "the impostor received nothing")
     }
 
     @Test("a second daemon on the same state directory exits at once; a live socket is never replaced")
