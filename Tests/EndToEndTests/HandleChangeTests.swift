@@ -4,11 +4,12 @@ import Foundation
 import JSONRPC
 import Testing
 
-@Suite("A handle changed on the server")
+@Suite("Handles: changed on the server, or claimed by someone else")
 struct HandleChangeTests {
     @Test("after a refresh the account answers to its new handle, also after a restart, and no longer to the old one")
     func followsTheNewHandle() async throws {
-        let fixture = try await EndToEndFixture(names: ["erin"])
+        // erin's handles resolve by HTTPS well-known, which the testbed moves with the handle.
+        let fixture = try await EndToEndFixture(names: ["erin"]) { $0.publishWellKnown = true }
         defer { Task { await fixture.tearDown() } }
         try await fixture.loginAll()
         let account = fixture.accounts[0]
@@ -20,6 +21,7 @@ struct HandleChangeTests {
         for round in ["before restart", "after restart"] {
             let listed = try await fixture.listedAccounts()
             #expect(listed[newHandle]?["did"]?.stringValue == account.did, "\(round): listed under the new handle")
+            #expect(listed[newHandle]?["handleVerified"] == true, "\(round): the new handle passed the two-way check")
             let call = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(account.did)",
                                                   "--account", newHandle])
             #expect(call.status == 0, "\(round): the new handle names the account: \(call.stderr)")
@@ -28,5 +30,28 @@ struct HandleChangeTests {
             #expect(old.status == 1 && old.stderr.contains(account.handle), "\(round): the old handle is gone: \(old.stderr)")
             if round == "before restart" { try await fixture.restartDaemon() }
         }
+    }
+
+    @Test("a DID document that claims another account's handle never captures calls made by that handle")
+    func unverifiedClaimIsNotAName() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let alice = fixture.accounts[0]
+        var claim = AccountSpec(name: "mallory2")
+        claim.documentHandle = alice.handle
+        let impostor = await fixture.testbed.createAccount(claim)
+        // alice first: the impostor, logged in after her, must not take her handle over.
+        for (identifier, password) in [(alice.handle, alice.appPassword), (impostor.did, impostor.appPassword)] {
+            let login = try await fixture.bskyctl(["login", identifier, "--app-password"], stdin: password + "\n")
+            try #require(login.status == 0, "login \(identifier): \(login.stderr)")
+        }
+        func sessionDID() async throws -> String? {
+            let call = try await fixture.bskyctl(["proxy", "com.atproto.server.getSession", "--account", alice.handle, "--json"])
+            return try JSONValue.parse(Array(call.stdout.utf8))["body"]?["did"]?.stringValue
+        }
+        #expect(try await sessionDID() == alice.did, "the handle names the account that verified it")
+        let removed = try await fixture.bskyctl(["logout", impostor.did])
+        #expect(removed.status == 0, "\(removed.stderr)")
+        #expect(try await sessionDID() == alice.did, "removing the impostor leaves alice's handle in place")
     }
 }

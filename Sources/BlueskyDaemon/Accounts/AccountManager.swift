@@ -48,6 +48,7 @@ final class AccountManager: Sendable {
         guard let session = try? registry.session(id.uuidString) else { return nil }
         do {
             try await session.refresh()
+            await confirmHandle(of: session)
         } catch {
             // Already recorded and logged by the session; the next date reflects the outcome.
         }
@@ -79,7 +80,8 @@ final class AccountManager: Sendable {
             throw .authenticationFailed("the server logged in \(session.did), not \(did)")
         }
         let now = environment.now()
-        let isFirst = registry.count == 0
+        // The first account, or the first since the default one was removed, becomes the default.
+        let isFirst = registry.defaultID == nil
         let record = AccountRecord(
             id: UUID(), did: did, handle: resolved.handle?.description ?? session.handle,
             handleVerified: resolved.handleVerified, pds: resolved.pds.absoluteString, authKind: .appPassword,
@@ -149,6 +151,7 @@ final class AccountManager: Sendable {
     func refreshNow(_ reference: String?) async throws(DaemonError) -> AccountRecord {
         let session = try registry.session(reference)
         try await session.refresh()
+        await confirmHandle(of: session)
         await scheduler.schedule(session.id, at: await session.nextRefreshDate())
         return await session.record
     }

@@ -26,7 +26,8 @@ final class AccountRegistry: Sendable {
         index.withLock { index in
             index.byID[record.id] = session
             index.byDID[record.did] = record.id
-            if let handle = record.handle { index.byHandle[handle.lowercased()] = record.id }
+            // Only a verified handle names an account: anyone's DID document can claim any handle.
+            if let handle = record.handle, record.handleVerified { index.byHandle[handle.lowercased()] = record.id }
             if record.isDefault { index.defaultID = record.id }
         }
     }
@@ -42,7 +43,8 @@ final class AccountRegistry: Sendable {
         }
     }
 
-    /// Moves the account's entry in the handle index from its old handle to `handle`.
+    /// Moves the account's entry in the handle index from its old handle to `handle` (a
+    /// verified one; nil drops the entry).
     func reindexHandle(of id: UUID, to handle: String?) {
         index.withLock { index in
             for (name, owner) in index.byHandle where owner == id { index.byHandle[name] = nil }

@@ -54,7 +54,12 @@ extension AccountSession {
         updated.state = .active
         updated.stateReason = nil
         let renamed = session.handle.map { $0 != record.handle } ?? false
-        if renamed { updated.handle = session.handle }
+        if renamed {
+            // The PDS's word alone does not make a handle ours: it stays unverified (and is not
+            // looked up by) until the identity check of AccountManager.confirmHandle passes.
+            updated.handle = session.handle
+            updated.handleVerified = false
+        }
         update(record: updated)
         if renamed { try adoptNewHandle(of: updated) }
         failedAttempts = 0
@@ -66,11 +71,22 @@ extension AccountSession {
         return secrets
     }
 
-    /// The server reports a new handle: save it, and find the account by it from now on.
+    /// The server reports a new handle: save it, unverified; the old one no longer names the account.
     private func adoptNewHandle(of updated: AccountRecord) throws {
         try environment.store.update(updated)
-        environment.registry.reindexHandle(of: id, to: updated.handle)
-        logger.notice("the account's handle changed", metadata: ["handle": "\(updated.handle ?? "-")"])
+        environment.registry.reindexHandle(of: id, to: nil)
+        logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
+    }
+
+    /// Records that the account's current handle passed the bidirectional check.
+    func markHandleVerified(_ handle: String) throws {
+        guard record.handle == handle, !record.handleVerified else { return }
+        var updated = record
+        updated.handleVerified = true
+        try environment.store.update(updated)
+        update(record: updated)
+        environment.registry.reindexHandle(of: id, to: handle)
+        logger.info("the account's handle is verified", metadata: ["handle": "\(handle)"])
     }
 
     /// Records why a refresh failed and returns the error for the waiting callers.
