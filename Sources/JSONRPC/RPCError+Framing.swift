@@ -4,7 +4,8 @@ extension RPCError {
 
     /// The reply to a line longer than the server's limit; the rest of that line is skipped.
     public static func lineTooLong(maxLineBytes: Int) -> RPCError {
-        RPCError.invalidRequest("the line is longer than \(maxLineBytes) bytes", name: "LineTooLong")
+        RPCError.invalidRequest(
+            "the line is longer than \(maxLineBytes) bytes (blueskyd's max_line_bytes)", name: "LineTooLong")
     }
 
     /// The reply to requests that arrive while the daemon is stopping.

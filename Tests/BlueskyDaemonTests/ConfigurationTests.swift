@@ -20,7 +20,7 @@ struct ConfigurationTests {
         var explicit = DaemonConfiguration(environment: environment)
         try explicit.apply(toml: uncommented, file: "example")
         #expect(explicit.plcURL == "https://plc.directory")
-        #expect(explicit.maxLineBytes == 1 << 20)
+        #expect(explicit.maxLineBytes == 64 << 20)
         #expect(explicit.refreshAhead == .seconds(300))
         #expect(explicit.logLevel == .info)
     }

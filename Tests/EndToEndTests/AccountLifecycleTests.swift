@@ -43,6 +43,15 @@ struct AccountLifecycleTests {
                     "the PDS holds the new post")
         }
 
+        // A photo-sized upload (Bluesky's image limit is 1,000,000 bytes) travels in one line.
+        let photo = fixture.directory.file("photo.jpg")
+        let bytes = (0..<1_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 7) }
+        FileManager.default.createFile(atPath: photo, contents: Data(bytes))
+        let uploaded = try await fixture.bskyctl(["proxy", "com.atproto.repo.uploadBlob", "--input", photo,
+                                                  "--content-type", "image/jpeg", "--account", alice.handle])
+        #expect(uploaded.status == 0, "uploadBlob of 1,000,000 bytes: \(uploaded.stderr)")
+        #expect(uploaded.json?["blob"]?["size"]?.intValue == 1_000_000, "the PDS got every byte: \(uploaded.stdout)")
+
         // A shell script piping JSON to the socket.
         let request = #"{"jsonrpc":"2.0","id":7,"method":"xrpc.call","params":{"nsid":"app.bsky.actor.getProfile","params":{"actor":"\#(bob.did)"},"account":"\#(bob.handle)"}}"#
         let piped = try await CommandResult.run("/usr/bin/socat", ["-t", "30", "-", "UNIX-CONNECT:\(fixture.daemon.socketPath)"],

@@ -39,7 +39,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         stateDirectory = Self.defaultStateDirectory(environment: environment)
         socketPath = SocketLocation.defaultPath(environment: environment)
-        maxLineBytes = 1 << 20
+        // Room for an upload (`inputBase64`) of a 48 MB file: blobs travel inside one line.
+        maxLineBytes = 64 << 20
         maxRequestsPerConnection = 64
         nameservers = []
         plcURL = "https://plc.directory"
