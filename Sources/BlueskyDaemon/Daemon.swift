@@ -48,8 +48,9 @@ public struct Daemon: Sendable {
         // the hot path, through the lean keep-alive client on the caller's event loop.
         let http = try startup(OutboundHTTP(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
         let callHTTP = try startup(KeepAliveHTTPClient(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
-        guard let plcURL = URL(string: configuration.plcURL) else {
-            throw DaemonStartupError("plc_url is not a URL: \(configuration.plcURL)")
+        guard let plcURL = URL(string: configuration.plcURL), plcURL.host != nil,
+              ["https", "http"].contains(plcURL.scheme?.lowercased() ?? "") else {
+            throw DaemonStartupError("plc_url is not an https URL: \(configuration.plcURL)", exitCode: .configuration)
         }
         let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
@@ -123,8 +124,20 @@ public struct Daemon: Sendable {
     }
 
     /// One start-up step; its failure becomes the one line blueskyd exits with.
+    /// A value of the configuration that cannot be used (a CA file, a nameserver) exits as a
+    /// configuration error.
     private func startup<T>(_ body: @autoclosure () throws -> T) throws(DaemonStartupError) -> T {
-        do { return try body() } catch { throw DaemonStartupError(String(describing: error)) }
+        do {
+            return try body()
+        } catch let error as HTTPError {
+            if case .unusableCAFile = error { throw DaemonStartupError(error.description, exitCode: .configuration) }
+            throw DaemonStartupError(error.description)
+        } catch let error as DNSError {
+            if case .invalidNameserver = error { throw DaemonStartupError(error.description, exitCode: .configuration) }
+            throw DaemonStartupError(error.description)
+        } catch {
+            throw DaemonStartupError(String(describing: error))
+        }
     }
 }
 

@@ -7,6 +7,8 @@ public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     case timedOut(String)
     case bodyTooLarge(String, limit: Int)
     case unreachable(String, reason: String)
+    /// The `ca_file` (extra certificate authorities) cannot be read or holds no PEM certificate.
+    case unusableCAFile(String, reason: String)
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
         case .timedOut(let url): "request to \(url) timed out"
         case .bodyTooLarge(let url, let limit): "response from \(url) is larger than \(limit) bytes"
         case .unreachable(let url, let reason): "cannot reach \(url): \(reason)"
+        case .unusableCAFile(let path, let reason): "cannot use the CA file \(path) (ca_file): \(reason)"
         }
     }
 
@@ -22,7 +25,7 @@ public enum HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isTransient: Bool {
         switch self {
         case .timedOut, .unreachable: true
-        case .invalidURL, .insecureURL, .bodyTooLarge: false
+        case .invalidURL, .insecureURL, .bodyTooLarge, .unusableCAFile: false
         }
     }
 }

@@ -35,10 +35,7 @@ public final class OutboundHTTP: HTTPFetching {
 
     public init(_ configuration: Configuration = Configuration()) throws {
         self.configuration = configuration
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile = configuration.extraCAFile {
-            tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
-        }
+        let tls = try TrustRoots.clientConfiguration(extraCAFile: configuration.extraCAFile)
         var config = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
@@ -75,6 +72,11 @@ public final class OutboundHTTP: HTTPFetching {
         } catch {
             throw .unreachable(Self.redacted(url), reason: String(describing: error))
         }
+    }
+
+    /// A client dropped without ``shutdown()`` (a start-up step after it failed) still stops.
+    deinit {
+        try? client.syncShutdown()
     }
 
     /// Stops the client; call once at shutdown.

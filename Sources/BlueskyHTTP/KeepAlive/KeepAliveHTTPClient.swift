@@ -49,11 +49,8 @@ public final class KeepAliveHTTPClient: HTTPFetching {
                 group: MultiThreadedEventLoopGroup = .singleton) throws {
         self.configuration = configuration
         self.group = group
-        var tls = TLSConfiguration.makeClientConfiguration()
-        if let caFile = configuration.extraCAFile {
-            tls.additionalTrustRoots = [.certificates(try NIOSSLCertificate.fromPEMFile(caFile))]
-        }
-        let context = try NIOSSLContext(configuration: tls)
+        let context = try NIOSSLContext(
+            configuration: TrustRoots.clientConfiguration(extraCAFile: configuration.extraCAFile))
         let limits = HTTP1LoopPool.Limits(
             connectTimeout: TimeAmount(configuration.connectTimeout),
             idleTimeout: TimeAmount(configuration.idleTimeout),
