@@ -12,12 +12,15 @@ final class EndToEndFixture: @unchecked Sendable {
     let accounts: [TestAccount]
     var daemon: DaemonProcess
     let logLevel: String
+    /// Further blueskyd arguments, at every start.
+    let daemonArguments: [String]
 
     /// `names`: accounts to create; the first resolves by DNS TXT, the others by HTTPS well-known.
     init(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil, logLevel: String = "debug",
-         configure: (inout AccountSpec) -> Void = { _ in }) async throws {
+         daemonArguments: [String] = [], configure: (inout AccountSpec) -> Void = { _ in }) async throws {
         try HermeticNetwork.require()
         self.logLevel = logLevel
+        self.daemonArguments = daemonArguments
         directory = try TemporaryDirectory("blueskyd-e2e")
         testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             if let accessTokenLifetime { config.accessTokenLifetime = accessTokenLifetime }
@@ -32,7 +35,7 @@ final class EndToEndFixture: @unchecked Sendable {
         accounts = created
         dnsmasq = try await Dnsmasq.start(txtRecords: [(name: "_atproto.\(created[0].handle)", value: "did=\(created[0].did)")])
         daemon = try await DaemonProcess(directory: directory.path, testbed: testbed,
-                                         extraArguments: ["--nameserver", dnsmasq.nameserver], logLevel: logLevel)
+                                         extraArguments: ["--nameserver", dnsmasq.nameserver] + daemonArguments, logLevel: logLevel)
     }
 
     /// Stops everything; call at the end of each test.
@@ -47,7 +50,7 @@ final class EndToEndFixture: @unchecked Sendable {
     func restartDaemon(crash: Bool = false) async throws {
         if crash { await daemon.crash() } else { await daemon.stop() }
         daemon = try await DaemonProcess(directory: directory.path, testbed: testbed,
-                                         extraArguments: ["--nameserver", dnsmasq.nameserver], logLevel: logLevel)
+                                         extraArguments: ["--nameserver", dnsmasq.nameserver] + daemonArguments, logLevel: logLevel)
     }
 
     /// Runs the real bskyctl against this daemon.

@@ -56,6 +56,13 @@ final class ConfigurationReloader: Sendable {
         environment.retime(refreshAhead: running.refreshAhead,
                            backoff: Backoff(initial: running.retryInitial, maximum: running.retryMax))
         await scheduler.setMaxConcurrent(running.maxConcurrentRefreshes)
+        if plan.applied.contains("refresh_ahead_seconds") {
+            // Every queued refresh moves to its date under the new lead time, not only the
+            // accounts refreshed from now on.
+            for session in environment.registry.allSessions {
+                await scheduler.schedule(session.id, at: await session.nextRefreshDate())
+            }
+        }
         state.withLock {
             $0.running = running
             $0.needsRestart = plan.needsRestart

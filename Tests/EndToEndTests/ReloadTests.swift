@@ -1,0 +1,34 @@
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+@Suite("Reloading the configuration with accounts registered")
+struct ReloadTests {
+    @Test("a new refresh_ahead_seconds moves every queued refresh at once")
+    func reloadMovesTheSchedule() async throws {
+        let settings = try TemporaryDirectory("blueskyd-reload-schedule")
+        defer { settings.remove() }
+        let config = settings.file("blueskyd.toml")
+        try "refresh_ahead_seconds = 60\n".write(toFile: config, atomically: true, encoding: .utf8)
+        let fixture = try await EndToEndFixture(names: ["gina"], daemonArguments: ["--config", config])
+        defer { Task { await fixture.tearDown() } }
+        try await fixture.loginAll()
+
+        func nextRefresh() async throws -> Date? {
+            let text = try await fixture.daemon.call("daemon.status")["nextRefreshAt"]?.stringValue
+            return text.flatMap { try? Date($0, strategy: .iso8601) }
+        }
+        let before = try #require(try await nextRefresh(), "an account is scheduled")
+        try "refresh_ahead_seconds = 600\n".write(toFile: config, atomically: true, encoding: .utf8)
+        kill(fixture.daemon.pid, SIGHUP)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var after = before
+        while after == before, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            after = try await nextRefresh() ?? before
+        }
+        let moved = before.timeIntervalSince(after)
+        #expect(abs(moved - 540) < 2, "the next refresh came 540 s earlier, not \(moved) s")
+    }
+}
