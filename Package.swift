@@ -126,6 +126,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
+        .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
         .target(name: "DPoP", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),

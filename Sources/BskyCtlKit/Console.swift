@@ -12,7 +12,7 @@ import Darwin
 enum Console {
     /// Writes `text` and a newline to stdout.
     static func printLine(_ text: String) {
-        writeAll(Array((text + "\n").utf8), to: STDOUT_FILENO)
+        writeAll(Array((terminalSafe(text) + "\n").utf8), to: STDOUT_FILENO)
     }
 
     /// Writes raw bytes to stdout.
@@ -22,12 +22,32 @@ enum Console {
 
     /// Writes `bskyctl: <message>` to stderr.
     static func printError(_ message: String) {
-        writeAll(Array("bskyctl: \(message)\n".utf8), to: STDERR_FILENO)
+        writeAll(Array("bskyctl: \(terminalSafe(message))\n".utf8), to: STDERR_FILENO)
     }
 
     /// Writes a line to stderr as is (notes and warnings already worded for people).
     static func printNote(_ text: String) {
-        writeAll(Array((text + "\n").utf8), to: STDERR_FILENO)
+        writeAll(Array((terminalSafe(text) + "\n").utf8), to: STDERR_FILENO)
+    }
+
+    /// `text` with every control character but newline and tab shown as `\u{…}`: text that
+    /// came from a server (an error message, a reason) cannot move the cursor, clear the
+    /// screen or retitle the terminal.
+    static func terminalSafe(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isEscaped) else { return text }
+        var safe = ""
+        for scalar in text.unicodeScalars {
+            if isEscaped(scalar) {
+                safe += "\\u{" + String(scalar.value, radix: 16) + "}"
+            } else {
+                safe.unicodeScalars.append(scalar)
+            }
+        }
+        return safe
+    }
+
+    private static func isEscaped(_ scalar: Unicode.Scalar) -> Bool {
+        (scalar.value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
     }
 
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {

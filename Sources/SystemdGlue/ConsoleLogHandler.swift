@@ -45,8 +45,22 @@ public struct ConsoleLogHandler: LogHandler {
         return line + "\n"
     }
 
+    /// Newlines become spaces; other control characters (a server's text may carry escape
+    /// sequences) are shown as `\u{…}` instead of reaching the terminal.
     private static func oneLine(_ text: String) -> String {
-        text.contains(where: \.isNewline) ? String(text.map { $0.isNewline ? " " : $0 }) : text
+        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            return text
+        }
+        var line = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A, 0x0D, 0x85: line += " "
+            case 0x09: line += "\t"
+            case 0..<0x20, 0x7F...0x9F: line += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: line.unicodeScalars.append(scalar)
+            }
+        }
+        return line
     }
 
     private static func timestamp(_ date: Date) -> String {

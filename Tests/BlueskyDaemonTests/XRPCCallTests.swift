@@ -51,6 +51,10 @@ struct XRPCCallTests {
         #expect(field(["nsid": "com.atproto.repo.createRecord", "input": [:], "inputBase64": "AA=="]) == "input")
         #expect(field(["nsid": "app.bsky.feed.getTimeline", "input": [:]]) == "input")
         #expect(field(["nsid": "app.bsky.feed.getTimeline", "proxy": "not-a-did"]) == "proxy")
+        // Nothing that could split a header reaches one.
+        #expect(field(["nsid": "app.bsky.feed.getTimeline", "proxy": "did:web:x#svc\r\nX-Evil: 1"]) == "proxy")
+        #expect(field(["nsid": "com.atproto.repo.uploadBlob", "inputBase64": "AA==", "contentType": "image/png\nX: 1"])
+                == "contentType")
     }
 
     @Test("a JSON answer reaches the client as the PDS wrote it; other bodies as base64")

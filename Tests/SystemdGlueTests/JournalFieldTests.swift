@@ -77,5 +77,9 @@ struct JournalFieldTests {
         let line = ConsoleLogHandler.format(date: Date(timeIntervalSince1970: 0), level: .info, label: "blueskyd",
                                             message: "two\nlines", metadata: ["b": "2", "a": "1"])
         #expect(line == "1970-01-01T00:00:00.000Z info blueskyd: two lines a=1 b=2\n")
+        let hostile = ConsoleLogHandler.format(date: Date(timeIntervalSince1970: 0), level: .info, label: "blueskyd",
+                                               message: "reason", metadata: ["reason": "\u{1B}[2J\u{1B}[31mred\r\n"])
+        #expect(hostile == "1970-01-01T00:00:00.000Z info blueskyd: reason reason=\\u{1b}[2J\\u{1b}[31mred  \n",
+                "a server's escape sequences never reach the terminal: \(hostile)")
     }
 }

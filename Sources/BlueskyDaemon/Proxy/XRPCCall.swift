@@ -32,7 +32,8 @@ struct XRPCCall: Sendable {
         }
         parameters = try Self.queryParameters(params.optionalObject("params"))
         atprotoProxy = try params.optionalString("proxy")
-        if let proxy = atprotoProxy, !proxy.hasPrefix("did:") || !proxy.contains("#") {
+        if let proxy = atprotoProxy, !proxy.hasPrefix("did:") || !proxy.utf8.contains(UInt8(ascii: "#"))
+            || !Self.isHeaderSafe(proxy) {
             throw .invalidParams("proxy must look like did:web:api.bsky.chat#bsky_chat", field: "proxy")
         }
         body = try Self.body(params)
@@ -85,9 +86,17 @@ struct XRPCCall: Sendable {
                 throw .invalidParams("inputBase64 is not valid base64", field: "inputBase64")
             }
             let type = try params.optionalString("contentType") ?? "application/octet-stream"
+            guard !type.isEmpty, Self.isHeaderSafe(type) else {
+                throw .invalidParams("contentType must be a media type such as image/jpeg", field: "contentType")
+            }
             return .bytes(Array(bytes), contentType: type)
         case (nil, nil):
             return nil
         }
+    }
+
+    /// Visible ASCII and spaces only: what goes into an HTTP header can never split it.
+    static func isHeaderSafe(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 >= 0x20 && $0 < 0x7F }
     }
 }
