@@ -106,6 +106,14 @@ public struct Daemon: Sendable {
         var failure: DaemonStartupError?
         do {
             try await group.run()
+        } catch let error as RPCServerError {
+            // Another daemon serves the socket: the same "already running" as a locked state
+            // directory, which systemd's RestartPreventExitStatus does not retry.
+            if case .alreadyInUse = error {
+                failure = DaemonStartupError(error.description, exitCode: .alreadyRunning)
+            } else {
+                failure = DaemonStartupError(error.description)
+            }
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }

@@ -61,6 +61,14 @@ final class DaemonClient {
 
     /// What to say when nothing listens on the socket.
     static func notRunningMessage(path: String) -> String {
-        "blueskyd is not running (no socket at \(path)). Start it with `make run` or `systemctl --user start blueskyd`"
+        var status = stat()
+        let what = if stat(path, &status) != 0 {
+            "no socket at \(path)"
+        } else if status.st_mode & S_IFMT == S_IFSOCK {
+            "nothing is listening on \(path): a socket left by a daemon that stopped"
+        } else {
+            "\(path) is not a socket"
+        }
+        return "blueskyd is not running (\(what)). Start it with `make run` or `systemctl --user start blueskyd`"
     }
 }
