@@ -40,6 +40,10 @@ final class AccountManager: Sendable {
                 await scheduler.schedule(record.id, at: await session.nextRefreshDate())
             }
         }
+        if records.contains(where: { $0.authKind == .oauth }) {
+            let stored = try store.allDPoPNonces()
+            environment.oauth.importNonces(stored, didOf: Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0.did) }))
+        }
         logger.info("accounts loaded", metadata: ["count": "\(records.count)"])
     }
 

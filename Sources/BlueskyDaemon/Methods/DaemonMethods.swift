@@ -56,6 +56,8 @@ struct DaemonMethods: RPCMethodHandler {
             try params.allowOnly(["account"])
             let record = try await accounts.refreshNow(try params.optionalString("account"))
             return try await accountReply(record.id)
+        case let method where method.hasPrefix("accounts.oauth."):
+            return try await oauth(method, params)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
             return try await proxied(try XRPCCall(params: params))
@@ -87,7 +89,7 @@ struct DaemonMethods: RPCMethodHandler {
         return metadata
     }
 
-    private func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {
+    func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {
         let session = try accounts.registry.session(id.uuidString)
         return ["account": await session.view()]
     }
