@@ -39,6 +39,9 @@ extension AccountSession {
             return .rejected(answer.errorDescription ?? answer.error)
         case .server(let answer) where answer.status >= 500 || answer.status == 429:
             return .transient(answer.description, retryAfter: nil)
+        case .server(let answer) where answer.error == "invalid_dpop_proof" || answer.isUseDPoPNonce:
+            // A proof refused (a clock jump, a nonce rotated twice): the grant is intact, retry later.
+            return .transient(answer.description, retryAfter: nil)
         case .server(let answer):
             return .rejected(answer.description)
         case .unexpectedResponse(let status, _) where status >= 500 || status == 429:
