@@ -1,4 +1,3 @@
-import Dispatch
 import Foundation
 import JSONRPC
 
@@ -15,12 +14,14 @@ struct OAuthLogin {
         if let scope = command.scope { params["scope"] = .string(scope) }
         if let upgrade = command.upgrade { params["account"] = .string(upgrade) }
         if command.makeDefault { params["makeDefault"] = true }
+        // The handler is armed before the login starts, so no Ctrl-C after it is missed.
+        let pending = PendingLogin()
+        cancelOnInterrupt(pending)
         let started = try connection.connect().call("accounts.oauth.begin", .object(params), context: context)
         guard let loginID = started["loginID"]?.stringValue, let url = started["authorizationURL"]?.stringValue else {
             throw .requestFailed("blueskyd's accounts.oauth.begin reply lacks loginID or authorizationURL")
         }
-        let interrupt = cancelOnInterrupt(loginID)
-        defer { interrupt.cancel() }
+        pending.set(loginID)
 
         let outcome: Result<JSONValue, RPCError>
         if command.noBrowser {
@@ -45,6 +46,8 @@ struct OAuthLogin {
         switch outcome {
         case .failure(let error):
             if error.name == "OAuthLoginTimeout" { cancel(loginID) }
+            // Ctrl-C: the waiting call may end (cancelled) before the handler's own exit.
+            if error.name == "OAuthLoginCancelled" { exit(130) }
             throw CtlFailure.from(error, context: context)
         case .success(let result):
             if command.output.json { return Console.printLine(result.prettyPrinted) }
@@ -53,17 +56,14 @@ struct OAuthLogin {
         }
     }
 
-    /// Ctrl-C: cancel the login in the daemon, then exit 130 as a shell expects.
-    private func cancelOnInterrupt(_ loginID: String) -> any DispatchSourceSignal {
-        signal(SIGINT, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: SIGINT, queue: .global())
-        source.setEventHandler { [self] in
-            cancel(loginID)
+    /// Ctrl-C: cancel the login in the daemon, then exit 130 as a shell expects. A plain signal
+    /// handler (armed synchronously, unlike a dispatch source) wakes a thread through a pipe.
+    private func cancelOnInterrupt(_ pending: PendingLogin) {
+        InterruptPipe.install { [self] in
             Console.printNote("\nLogin cancelled.")
+            if let loginID = pending.id { cancel(loginID) }
             exit(130)
         }
-        source.resume()
-        return source
     }
 
     private func cancel(_ loginID: String) {
@@ -90,5 +90,41 @@ struct OAuthLogin {
         }
         Console.printNote("Opened the login page in your browser. If nothing appeared, open:\n\n  \(url)\n")
         return true
+    }
+}
+
+/// The login id, once `accounts.oauth.begin` answered, for the Ctrl-C handler's thread.
+private final class PendingLogin: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: String?
+
+    var id: String? { lock.withLock { value } }
+    func set(_ id: String) { lock.withLock { value = id } }
+}
+
+/// SIGINT → one byte in a pipe → `action` on its own thread (signal handlers may only write).
+private enum InterruptPipe {
+    nonisolated(unsafe) static var writeEnd: Int32 = -1
+
+    static func install(_ action: @escaping @Sendable () -> Void) {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { return }
+        writeEnd = ends[1]
+        let readEnd = ends[0]
+        // A parent may have left SIGINT blocked (the mask survives exec): unblock it here, so
+        // the handler runs on this thread or on the one started below (which inherits the mask).
+        var unblock = sigset_t()
+        sigemptyset(&unblock)
+        sigaddset(&unblock, SIGINT)
+        pthread_sigmask(SIG_UNBLOCK, &unblock, nil)
+        signal(SIGINT) { _ in
+            var byte: UInt8 = 1
+            _ = write(InterruptPipe.writeEnd, &byte, 1)
+        }
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while read(readEnd, &byte, 1) < 0 && errno == EINTR {}
+            action()
+        }
     }
 }

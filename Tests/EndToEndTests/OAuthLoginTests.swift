@@ -43,6 +43,10 @@ struct OAuthLoginTests {
             #expect(entry["oauth"]?["sessionEndsAt"]?.stringValue != nil, "a public client's session has an end")
         }
         #expect(listed[alice.handle]?["isDefault"] == true, "the first account is the default")
+        let table = try await fixture.bskyctl(["accounts"])
+        #expect(table.stdout.contains("oauth session ends in 13d 23h") || table.stdout.contains("oauth session ends in 14d"),
+                "bskyctl accounts shows when the public session ends: \(table.stdout)")
+        #expect(try await fixture.daemon.call("daemon.status")["oauthSessionsEndingSoon"] == 0)
 
         // Calls go out DPoP-bound, with the key of the login.
         for account in [alice, bob] {
@@ -73,7 +77,8 @@ struct OAuthLoginTests {
                                            directory: fixture.directory.path)
         let url = try await login.authorizationURL()
         login.interrupt()
-        #expect(await login.wait() == 130, "Ctrl-C ends bskyctl: \(login.stderr)")
+        let status = await login.wait()
+        #expect(status == 130, "Ctrl-C ends bskyctl (\(String(describing: status))): \(login.stderr)")
         // The cancelled login no longer accepts its redirect: its listener is closed.
         let location = try await browser.approve(url)
         let delivered = try? await browser.deliver(location)

@@ -39,6 +39,9 @@ final class AccountManager: Sendable {
             } else {
                 await scheduler.schedule(record.id, at: await session.nextRefreshDate())
             }
+            if record.state != .needsLogin, record.sessionEndsSoon(now: environment.now()) {
+                await session.warnIfSessionEndsSoon()
+            }
         }
         if records.contains(where: { $0.authKind == .oauth }) {
             let stored = try store.allDPoPNonces()

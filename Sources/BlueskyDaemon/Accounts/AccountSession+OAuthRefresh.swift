@@ -28,6 +28,7 @@ extension AccountSession {
             throw Self.sessionError(error)
         }
         persistNonces()
+        warnIfSessionEndsSoon()
         return RotatedSession(did: tokens.did.description, accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
                               accessExpiresAt: tokens.expiresAt, refreshExpiresAt: info.sessionEndsAt, handle: nil,
                               scope: tokens.scope)
@@ -54,6 +55,17 @@ extension AccountSession {
         default:
             return .protocolViolation(error.description)
         }
+    }
+
+    /// Logs once per daemon run and session when a public client's session is within 48 hours of
+    /// its fixed end (the status line says so too): only a new login extends it.
+    func warnIfSessionEndsSoon() {
+        let now = environment.now()
+        guard !warnedSessionEnd, record.sessionEndsSoon(now: now), let end = record.oauth?.sessionEndsAt else { return }
+        warnedSessionEnd = true
+        logger.warning("the OAuth session ends soon; log in again to keep the account", metadata: [
+            "sessionEndsAt": "\(end.formatted(.iso8601))", "outcome": "session-ending",
+        ])
     }
 
     /// Logout: revokes the refresh token, then the access token (best effort). True when the

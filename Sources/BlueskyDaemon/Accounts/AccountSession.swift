@@ -22,6 +22,8 @@ actor AccountSession {
     var cachedSecrets: AccountSecrets?
     /// The OAuth session's DPoP key, parsed once while the account is in use.
     var cachedDPoPKey: DPoPKey?
+    /// The 48-hour warning before a public OAuth session ends was logged (once per run).
+    var warnedSessionEnd = false
     var refreshInFlight: Task<AccountSecrets, any Error>?
     /// Consecutive transient failures, for the backoff.
     var failedAttempts = 0
@@ -87,6 +89,7 @@ actor AccountSession {
         record = newRecord
         cachedSecrets = nil
         cachedDPoPKey = nil
+        warnedSessionEnd = false
         failedAttempts = 0
         retryAt = nil
         if newRecord.handle != oldHandle { environment.registry.reindexHandle(of: id, to: newRecord.handle) }

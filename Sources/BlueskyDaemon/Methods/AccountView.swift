@@ -28,6 +28,7 @@ enum AccountView {
                 "clientID": .string(oauth.clientID),
                 "sessionStartedAt": timestamp(oauth.sessionStartedAt),
                 "sessionEndsAt": timestamp(oauth.sessionEndsAt),
+                "sessionEndsSoon": .bool(record.sessionEndsSoon(now: Date())),
             ])
         }
         return .object(fields)

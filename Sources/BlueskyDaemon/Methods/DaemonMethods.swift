@@ -95,9 +95,12 @@ struct DaemonMethods: RPCMethodHandler {
     }
 
     private func status() async -> JSONValue {
-        var active = 0, needsLogin = 0, retrying = 0
+        var active = 0, needsLogin = 0, retrying = 0, endingSoon = 0
+        let now = Date()
         for session in accounts.registry.allSessions {
-            switch await session.record.state {
+            let record = await session.record
+            if record.state != .needsLogin, record.sessionEndsSoon(now: now) { endingSoon += 1 }
+            switch record.state {
             case .active: active += 1
             case .needsLogin: needsLogin += 1
             case .retrying: retrying += 1
@@ -109,6 +112,7 @@ struct DaemonMethods: RPCMethodHandler {
             "active": .number(Double(active)),
             "needsLogin": .number(Double(needsLogin)),
             "retrying": .number(Double(retrying)),
+            "oauthSessionsEndingSoon": .number(Double(endingSoon)),
             "refreshing": .number(Double(await scheduler.refreshesRunning)),
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue()),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
