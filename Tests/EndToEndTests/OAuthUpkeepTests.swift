@@ -140,3 +140,40 @@ struct OAuthUpkeepTests {
         #expect(try await fixture.listedAccounts()[alice.handle] == nil)
     }
 }
+
+@Suite("OAuth refresh failures: transient ones keep the account, invalid_grant keeps the server's reason")
+struct OAuthRefreshFailureTests {
+    @Test("a 503 at the token endpoint keeps the account; a lost refresh answer then a replay shows 'Refresh token replayed'")
+    func refreshFailures() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let browser = try OAuthBrowser(testbed: fixture.testbed)
+        defer { Task { await browser.shutdown() } }
+        let testbed = fixture.testbed
+        let alice = fixture.accounts[0]
+        _ = try await fixture.oauthLogin(alice.handle, browser: browser)
+
+        testbed.injectOAuthFailures(endpoint: .token, status: 503, count: 1)
+        let failed = try await fixture.bskyctl(["refresh", alice.handle])
+        #expect(failed.status != 0)
+        var entry = try #require(try await fixture.listedAccounts()[alice.handle])
+        #expect(entry["state"] == "retrying", "a 503 keeps the account: \(entry)")
+        let recovered = try await fixture.bskyctl(["refresh", alice.handle])
+        #expect(recovered.status == 0, "\(recovered.stderr)")
+        #expect(try await fixture.listedAccounts()[alice.handle]?["state"] == "active")
+
+        // The server rotates the token but the answer is lost: the daemon still holds the old
+        // refresh token, and presenting it again is a replay that ends the session.
+        testbed.loseRefreshResponses(count: 1)
+        _ = try await fixture.bskyctl(["refresh", alice.handle])
+        _ = try await fixture.bskyctl(["refresh", alice.handle])
+        entry = try #require(try await fixture.listedAccounts()[alice.handle])
+        #expect(entry["state"] == "needs-login")
+        #expect(entry["stateReason"]?.stringValue?.contains("Refresh token replayed") == true, "\(entry)")
+        let table = try await fixture.bskyctl(["accounts"])
+        #expect(table.stdout.contains("Refresh token replayed"), "bskyctl shows the reason: \(table.stdout)")
+        #expect(table.stdout.contains("run: bskyctl login \(alice.handle)\n") || table.stdout.hasSuffix("run: bskyctl login \(alice.handle)"),
+                "and the OAuth login to run: \(table.stdout)")
+        #expect(testbed.oauthStats(did: alice.did).refreshTokenReplays == 1)
+    }
+}
