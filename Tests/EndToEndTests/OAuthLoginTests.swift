@@ -131,6 +131,17 @@ struct OAuthLoginTests {
         let unknown = try await browser.deliver(login.location.replacingOccurrences(of: "state=", with: "state=x"))
         #expect(unknown.status == 400)
 
+        // Plain http is refused before anything is sent (allow_insecure_loopback is off, and
+        // this is no loopback host anyway).
+        name = await fixture.rpcErrorName {
+            try await fixture.daemon.call("accounts.oauth.begin", ["identifier": .string(testbed.pdsURL.replacingOccurrences(of: "https://", with: "http://"))])
+        }
+        #expect(name == "OAuthMetadataInvalid")
+        name = await fixture.rpcErrorName {
+            try await fixture.daemon.call("accounts.oauth.wait", ["loginID": "no-such-login", "timeoutSeconds": 1])
+        }
+        #expect(name == "OAuthLoginNotFound")
+
         let listed = try await fixture.daemon.call("accounts.list")
         #expect(listed["accounts"]?.arrayValue?.isEmpty == true, "nothing was stored")
         #expect(testbed.oauthTotals.tokenExchanges == 1, "the rogue login got as far as its tokens")
