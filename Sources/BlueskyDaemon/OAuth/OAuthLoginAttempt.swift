@@ -21,6 +21,8 @@ final class OAuthLoginAttempt: Sendable {
         var outcome: Result<UUID, OAuthLoginFailure>?
         var finishing = false
         var waiters: [UUID: CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>] = [:]
+        /// Waiters whose time ran out before they were registered (the timer won the race).
+        var expired: Set<UUID> = []
     }
     private let status = Mutex(State())
 
@@ -71,6 +73,7 @@ final class OAuthLoginAttempt: Sendable {
         return await withCheckedContinuation { continuation in
             let ready = status.withLock { state -> Result<UUID, OAuthLoginFailure>?? in
                 if let outcome = state.outcome { return .some(outcome) }
+                if state.expired.remove(token) != nil { return .some(nil) }
                 state.waiters[token] = continuation
                 return .none
             }
@@ -79,7 +82,13 @@ final class OAuthLoginAttempt: Sendable {
     }
 
     private func resumeWaiter(_ token: UUID, with value: Result<UUID, OAuthLoginFailure>?) {
-        let waiter = status.withLock { $0.waiters.removeValue(forKey: token) }
+        let waiter = status.withLock { state in
+            guard let waiter = state.waiters.removeValue(forKey: token) else {
+                if state.outcome == nil { state.expired.insert(token) }
+                return nil as CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>?
+            }
+            return waiter
+        }
         waiter?.resume(returning: value)
     }
 }
