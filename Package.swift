@@ -61,6 +61,7 @@ let package = Package(
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer", "SystemdGlue",
+            "ATOAuth", "DPoP", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
@@ -125,7 +126,7 @@ let package = Package(
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC", "BlueskyHTTP"]),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.

@@ -45,8 +45,9 @@ public struct DPoPResourceClient: Sendable {
             attempt += 1
             let sentNonce = nonces.nonce(account: account, origin: origin)
             let proof: String
+            let skew = clockSkew.offset
             do {
-                proof = try signer.proof(for: target, nonce: sentNonce, clockSkew: clockSkew.offset)
+                proof = try signer.proof(for: target, nonce: sentNonce, clockSkew: skew)
             } catch {
                 throw .proof(error)
             }
@@ -64,6 +65,12 @@ public struct DPoPResourceClient: Sendable {
             nonces.update(account: account, origin: origin, nonce: freshNonce, receivedAt: receivedAt)
             let challenged = DPoPChallenge.isNonceChallenge(status: response.status, wwwAuthenticate: response.header("WWW-Authenticate"),
                                                             body: response.body)
+            // A proof refused because the server's clock stepped (its Date says so) is signed again
+            // once with the corrected iat; the server checks the proof before the grant or token.
+            if attempt == 1, !challenged,
+               DPoPChallenge.isProofRefused(status: response.status, wwwAuthenticate: response.header("WWW-Authenticate"),
+                                            body: response.body),
+               clockSkew.resynchronize(dateHeader: response.header("Date"), receivedAt: receivedAt, signedWith: skew) { continue }
             guard challenged, attempt == 1, let freshNonce, freshNonce != sentNonce else { return response }
         }
     }

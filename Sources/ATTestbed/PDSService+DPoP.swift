@@ -47,9 +47,10 @@ extension PDSService {
             throw refuse("Token has been revoked")
         }
         guard let account = context.accounts.account(did: did) else { throw refuse("Unknown account") }
+        let proof = request.headers.first(name: "dpop")
         do {
             _ = try oauth.pdsVerifier.verify(
-                request.headers.first(name: "dpop"), method: request.method.rawValue, url: context.pdsURL + request.path,
+                proof, method: request.method.rawValue, url: context.pdsURL + request.path,
                 accessToken: token, boundThumbprint: claims.thumbprint, acceptedNonces: oauth.pdsNonces.accepted())
         } catch .useNonce {
             oauth.metrics.record(did: did) { $0.pdsNonceChallenges += 1 }
@@ -60,6 +61,9 @@ extension PDSService {
                                    error.description)
         }
         oauth.metrics.record(did: did) { $0.authenticatedResourceCalls += 1 }
+        let recorded = RecordedDPoPRequest(proof: proof ?? "", method: request.method.rawValue, htu: context.pdsURL + request.path,
+                                           accessToken: token, boundThumbprint: claims.thumbprint)
+        oauth.lastResourceRequests.withLock { $0[did] = recorded }
         let legacyView = TokenClaims(
             scope: TokenScope.access, sub: did, aud: claims.audience, iat: claims.issuedAt, exp: claims.expiresAt,
             jti: claims.jti)

@@ -61,6 +61,11 @@ extension Testbed {
     /// OAuth and DPoP counters over every request, including those no account could be named for.
     public var oauthTotals: OAuthStats { context.oauth.metrics.totals }
 
+    /// The last DPoP-bound request the PDS accepted for `did` (proof, target, token, bound key).
+    public func lastDPoPResourceRequest(did: String) -> RecordedDPoPRequest? {
+        context.oauth.lastResourceRequests.withLock { $0[did] }
+    }
+
     /// Live OAuth sessions of an account at the PDS's authorization server.
     public func oauthSessionCount(did: String) -> Int {
         context.oauth.issuer.storage.withLock { $0.liveSessionCount(did: did) }

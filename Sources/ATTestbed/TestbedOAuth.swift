@@ -16,6 +16,8 @@ final class TestbedOAuth: Sendable {
     let clientsHost: String
     let metrics = OAuthMetrics()
     let misbehaviours = OAuthMisbehaviours()
+    /// The last DPoP request the PDS accepted for each DID, for independent checks in tests.
+    let lastResourceRequests = Mutex<[String: RecordedDPoPRequest]>([:])
     /// Who the authorize endpoint approves when the request has no `login_hint`.
     let defaultApprovalDID = Mutex<String?>(nil)
 
@@ -32,4 +34,17 @@ final class TestbedOAuth: Sendable {
         rogueIssuer.nonces.churnsEveryResponse = enabled
         pdsNonces.churnsEveryResponse = enabled
     }
+}
+
+/// A DPoP-bound request the PDS accepted, as it arrived: for checking the client's real proofs
+/// with another verifier than the testbed's own.
+public struct RecordedDPoPRequest: Sendable, Equatable {
+    /// The `DPoP` header.
+    public var proof: String
+    public var method: String
+    /// The target URI the proof had to name (the PDS origin and path, no query).
+    public var htu: String
+    public var accessToken: String
+    /// The access token's `cnf.jkt`: the proof's key must have this thumbprint.
+    public var boundThumbprint: String
 }

@@ -1,4 +1,5 @@
 import ATIdentity
+import ATOAuth
 import BlueskyHTTP
 import BlueskyStore
 import Foundation
@@ -58,6 +59,8 @@ public struct Daemon: Sendable {
         let environment = SessionEnvironment(
             store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
+            oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
+                                    now: { Date() }),
             refreshAhead: configuration.refreshAhead,
             backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
             upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },

@@ -15,6 +15,8 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case shuttingDown
     case methodNotFound(String)
     case internalError(String)
+    /// An OAuth login failed; the failure carries its own stable name.
+    case oauthLogin(OAuthLoginFailure)
 
     public var description: String { rpcError.message }
 
@@ -54,6 +56,8 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
             .methodNotFound(method)
         case .internalError(let detail):
             .internalError(detail)
+        case .oauthLogin(let failure):
+            RPCError(code: -32010, name: failure.name, message: failure.message)
         }
     }
 }

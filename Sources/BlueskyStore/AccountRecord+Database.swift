@@ -13,7 +13,10 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         [AccountColumn.id, AccountColumn.did, AccountColumn.handle, AccountColumn.handleVerified, AccountColumn.pds,
          AccountColumn.authKind, AccountColumn.state, AccountColumn.stateReason, AccountColumn.isDefault,
          AccountColumn.createdAt, AccountColumn.updatedAt, AccountColumn.lastRefreshAt, AccountColumn.accessExpiresAt,
-         AccountColumn.refreshExpiresAt, AccountColumn.refreshStartedAt]
+         AccountColumn.refreshExpiresAt, AccountColumn.refreshStartedAt,
+         AccountColumn.oauthIssuer, AccountColumn.oauthTokenEndpoint, AccountColumn.oauthRevocationEndpoint,
+         AccountColumn.oauthScope, AccountColumn.oauthSessionStartedAt, AccountColumn.oauthClientKind,
+         AccountColumn.oauthClientID]
     }
 
     public init(row: Row) throws {
@@ -40,7 +43,25 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
             lastRefreshAt: Self.date(row[AccountColumn.lastRefreshAt]),
             accessExpiresAt: Self.date(row[AccountColumn.accessExpiresAt]),
             refreshExpiresAt: Self.date(row[AccountColumn.refreshExpiresAt]),
-            refreshStartedAt: Self.date(row[AccountColumn.refreshStartedAt]))
+            refreshStartedAt: Self.date(row[AccountColumn.refreshStartedAt]),
+            oauth: try Self.oauth(row))
+    }
+
+    /// The OAuth columns, all or nothing: an issuer without the rest is a damaged row.
+    private static func oauth(_ row: Row) throws -> OAuthSessionInfo? {
+        guard let issuer: String = row[AccountColumn.oauthIssuer] else { return nil }
+        let rawKind: String? = row[AccountColumn.oauthClientKind]
+        guard let tokenEndpoint: String = row[AccountColumn.oauthTokenEndpoint],
+              let scope: String = row[AccountColumn.oauthScope],
+              let started = date(row[AccountColumn.oauthSessionStartedAt]),
+              let clientKind = rawKind.flatMap(OAuthClientKind.init(rawValue:)),
+              let clientID: String = row[AccountColumn.oauthClientID]
+        else {
+            throw StoreError.database(context: "reading an account", reason: "incomplete OAuth session columns")
+        }
+        return OAuthSessionInfo(issuer: issuer, tokenEndpoint: tokenEndpoint,
+                                revocationEndpoint: row[AccountColumn.oauthRevocationEndpoint], scope: scope,
+                                sessionStartedAt: started, clientKind: clientKind, clientID: clientID)
     }
 
     public func encode(to container: inout PersistenceContainer) throws {
@@ -59,6 +80,13 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         container[AccountColumn.accessExpiresAt] = accessExpiresAt?.storedSeconds
         container[AccountColumn.refreshExpiresAt] = refreshExpiresAt?.storedSeconds
         container[AccountColumn.refreshStartedAt] = refreshStartedAt?.storedSeconds
+        container[AccountColumn.oauthIssuer] = oauth?.issuer
+        container[AccountColumn.oauthTokenEndpoint] = oauth?.tokenEndpoint
+        container[AccountColumn.oauthRevocationEndpoint] = oauth?.revocationEndpoint
+        container[AccountColumn.oauthScope] = oauth?.scope
+        container[AccountColumn.oauthSessionStartedAt] = oauth?.sessionStartedAt.storedSeconds
+        container[AccountColumn.oauthClientKind] = oauth?.clientKind.rawValue
+        container[AccountColumn.oauthClientID] = oauth?.clientID
     }
 
     private static func date(_ seconds: Double?) -> Date? {
@@ -95,6 +123,13 @@ enum AccountColumn {
     static let accessExpiresAt = Column("access_expires_at")
     static let refreshExpiresAt = Column("refresh_expires_at")
     static let refreshStartedAt = Column("refresh_started_at")
+    static let oauthIssuer = Column("oauth_issuer")
+    static let oauthTokenEndpoint = Column("oauth_token_endpoint")
+    static let oauthRevocationEndpoint = Column("oauth_revocation_endpoint")
+    static let oauthScope = Column("oauth_scope")
+    static let oauthSessionStartedAt = Column("oauth_session_started_at")
+    static let oauthClientKind = Column("oauth_client_kind")
+    static let oauthClientID = Column("oauth_client_id")
     /// Not part of `AccountRecord`: listing accounts never touches secrets.
     static let sealedSecrets = Column("sealed_secrets")
 }

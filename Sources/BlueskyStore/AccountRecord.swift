@@ -39,6 +39,8 @@ public struct AccountRecord: Sendable, Equatable, Codable {
     /// Write-ahead mark: a refresh was in flight (set before the request, cleared with its result).
     /// Found set at startup, it means the daemon died mid-refresh and the refresh token may be spent.
     public var refreshStartedAt: Date?
+    /// The OAuth session's facts; nil for app-password accounts.
+    public var oauth: OAuthSessionInfo?
 
     public init(
         id: UUID = UUID(),
@@ -55,7 +57,8 @@ public struct AccountRecord: Sendable, Equatable, Codable {
         lastRefreshAt: Date? = nil,
         accessExpiresAt: Date? = nil,
         refreshExpiresAt: Date? = nil,
-        refreshStartedAt: Date? = nil
+        refreshStartedAt: Date? = nil,
+        oauth: OAuthSessionInfo? = nil
     ) {
         self.id = id
         self.did = did
@@ -72,5 +75,6 @@ public struct AccountRecord: Sendable, Equatable, Codable {
         self.accessExpiresAt = accessExpiresAt
         self.refreshExpiresAt = refreshExpiresAt
         self.refreshStartedAt = refreshStartedAt
+        self.oauth = oauth
     }
 }

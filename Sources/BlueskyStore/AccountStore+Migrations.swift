@@ -38,6 +38,29 @@ extension AccountStore {
                 """)
         }
 
+        migrator.registerMigration("v2-oauth") { db in
+            // OAuth sessions: NULL for app-password accounts. The endpoints are kept so that
+            // refresh and logout need no discovery (the issuer stays the trust anchor).
+            try db.alter(table: AccountRecord.databaseTableName) { table in
+                table.add(column: "oauth_issuer", .text)
+                table.add(column: "oauth_token_endpoint", .text)
+                table.add(column: "oauth_revocation_endpoint", .text)
+                table.add(column: "oauth_scope", .text)
+                table.add(column: "oauth_session_started_at", .double)
+                table.add(column: "oauth_client_kind", .text)
+                table.add(column: "oauth_client_id", .text)
+            }
+            // The latest DPoP nonce per (account, server origin). Not secret; plain text.
+            try db.create(table: "dpop_nonce") { table in
+                table.column("account_id", .blob).notNull()
+                    .references(AccountRecord.databaseTableName, column: "id", onDelete: .cascade)
+                table.column("origin", .text).notNull()
+                table.column("nonce", .text).notNull()
+                table.column("received_at", .double).notNull()
+                table.primaryKey(["account_id", "origin"])
+            }
+        }
+
         return migrator
     }
 }

@@ -16,6 +16,8 @@ public struct AccountSummary: Sendable, Equatable {
     public var accessExpiresAt: Date?
     public var lastRefreshAt: Date?
     public var nextRefreshAt: Date?
+    /// OAuth, public clients: when the session ends for good (a new login is needed then).
+    public var sessionEndsAt: Date?
 
     public init(json: JSONValue) {
         func text(_ key: String) -> String? { json[key]?.stringValue }
@@ -31,6 +33,7 @@ public struct AccountSummary: Sendable, Equatable {
         accessExpiresAt = date("accessExpiresAt")
         lastRefreshAt = date("lastRefreshAt")
         nextRefreshAt = date("nextRefreshAt")
+        sessionEndsAt = json["oauth"]?["sessionEndsAt"]?.stringValue.flatMap(Timestamp.parse)
     }
 
     /// The handle as people should read it, marked when the daemon could not verify it.
@@ -46,6 +49,11 @@ public struct AccountSummary: Sendable, Equatable {
     /// The name to suggest in `bskyctl login <name>`: the handle when known, else the DID.
     public var loginName: String {
         handle != "-" && handle != "handle.invalid" ? handle : did
+    }
+
+    /// The `bskyctl login` command that signs this account in again the way it was.
+    public var loginCommand: String {
+        "bskyctl login \(loginName)" + (auth == "oauth" ? "" : " --app-password")
     }
 }
 

@@ -6,7 +6,7 @@ public enum AccountTable {
     public static let headers = ["", "HANDLE", "DID", "AUTH", "STATE", "ACCESS EXPIRES", "LAST REFRESH", "ID"]
 
     /// What `bskyctl accounts` prints when there are none.
-    public static let emptyMessage = "No accounts. Add one with: bskyctl login <handle> --app-password"
+    public static let emptyMessage = "No accounts. Add one with: bskyctl login <handle>"
 
     /// The table's lines (no trailing newline), or the empty message.
     public static func render(_ accounts: [AccountSummary], now: Date) -> [String] {
@@ -19,6 +19,7 @@ public enum AccountTable {
         for (account, row) in zip(accounts, rows) {
             lines.append(line(row, widths: widths))
             if let note = stateNote(for: account) { lines.append("    " + note) }
+            if let note = sessionNote(for: account, now: now) { lines.append("    " + note) }
         }
         return lines
     }
@@ -45,10 +46,20 @@ public enum AccountTable {
             return nil
         case "needs-login":
             let why = reason.map { ": \($0)" } ?? ""
-            return "needs login\(why); run: bskyctl login \(account.loginName) --app-password"
+            return "needs login\(why); run: \(account.loginCommand)"
         default:
             return reason.map { "\(account.state): \($0)" }
         }
+    }
+
+    /// Under an OAuth account of a public client: when its session ends (it cannot be
+    /// extended; log in again before then), flagged in the last 48 hours.
+    public static func sessionNote(for account: AccountSummary, now: Date) -> String? {
+        guard let end = account.sessionEndsAt, account.state != "needs-login" else { return nil }
+        let remaining = end.timeIntervalSince(now)
+        guard remaining > 0 else { return "oauth session ended; run: \(account.loginCommand)" }
+        let when = "oauth session ends " + RelativeTime.expiry(end, now: now)
+        return remaining <= 48 * 3600 ? "\(when): log in again soon; run: \(account.loginCommand)" : when
     }
 
     private static func line(_ cells: [String], widths: [Int]) -> String {

@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import JSONRPC
 
-/// `bskyctl login`: adds an account to blueskyd (`accounts.add`).
+/// `bskyctl login`: adds an account to blueskyd, with OAuth (`accounts.oauth.*`) or an app
+/// password (`accounts.add`).
 struct LoginCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "login",
@@ -17,20 +18,38 @@ struct LoginCommand: ParsableCommand {
             If the server emails a sign-in code, bskyctl asks for it on the terminal; without a \
             terminal, put the code in a file and pass --auth-factor-token-file FILE.
 
+            By default the login uses OAuth: blueskyd prepares the authorization and listens on \
+            127.0.0.1 for the browser's redirect; bskyctl opens the URL with xdg-open when a \
+            desktop is there ($DISPLAY or $WAYLAND_DISPLAY) and prints it otherwise, then waits \
+            up to --timeout seconds. Ctrl-C cancels the login in blueskyd too. On a machine \
+            reached over SSH, --no-browser prints the URL and reads the address the browser was \
+            finally sent to (http://127.0.0.1:…/callback?…), pasted on stdin.
+
+            The identifier may also be a PDS or entryway URL (https://…).
+
             Prints: Logged in as <handle> (<did>), account <uuid>
             """)
 
-    /// How to log in. Only app passwords exist today; OAuth will be the default once it lands.
+    /// How to log in: OAuth unless --app-password.
     enum Method {
         case appPassword
         case oauth
     }
 
-    @Argument(help: ArgumentHelp("The account's handle or DID.", valueName: "handle-or-did"))
+    @Argument(help: ArgumentHelp("The account's handle or DID, or a PDS or entryway URL.", valueName: "handle-did-or-url"))
     var identifier: String
 
-    @Flag(name: .long, help: "Log in with an app password (the only method in this version).")
+    @Flag(name: .long, help: "Log in with an app password instead of OAuth.")
     var appPassword = false
+
+    @Flag(name: .long, help: "OAuth: print the URL and read the final redirect URL from stdin instead of opening a browser.")
+    var noBrowser = false
+
+    @Option(name: .long, help: ArgumentHelp("OAuth: the scope to ask for (default: atproto transition:generic).", valueName: "scope"))
+    var scope: String?
+
+    @Option(name: .long, help: ArgumentHelp("OAuth: replace this account's session in place (same id, same default).", valueName: "account"))
+    var upgrade: String?
 
     @Flag(name: .customLong("default"), help: "Make this the default account (the first account always is).")
     var makeDefault = false
@@ -47,12 +66,15 @@ struct LoginCommand: ParsableCommand {
 
     func validate() throws {
         guard !identifier.isEmpty else { throw ValidationError("give the account's handle or DID") }
+        if appPassword, noBrowser || scope != nil || upgrade != nil {
+            throw ValidationError("--no-browser, --scope and --upgrade are OAuth options; leave out --app-password")
+        }
     }
 
     func run() throws {
         switch method {
         case .oauth:
-            throw CtlFailure.usage("OAuth login is not available in this version; use --app-password")
+            try OAuthLogin(command: self).run()
         case .appPassword:
             try logInWithAppPassword()
         }

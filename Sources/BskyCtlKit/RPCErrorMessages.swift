@@ -43,7 +43,7 @@ extension CtlFailure {
             return "no account was named and there is no default account; name one, or choose a default with: bskyctl use <account>"
         case "NeedsLogin":
             let who = needsLoginName(error: error, context: context)
-            return "account \(who) needs to log in again\(because); run: bskyctl login \(who) --app-password"
+            return "account \(who) needs to log in again\(because); run: bskyctl login \(who) (add --app-password for an app-password account)"
         case "AuthFactorTokenRequired":
             return "the server emailed a sign-in code; run bskyctl login in a terminal to enter it, or pass --auth-factor-token-file FILE"
         case "AuthenticationFailed":

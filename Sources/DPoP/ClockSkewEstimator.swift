@@ -40,4 +40,22 @@ public final class ClockSkewEstimator: Sendable {
             if samples.count > Self.sampleLimit { samples.removeFirst(samples.count - Self.sampleLimit) }
         }
     }
+
+    /// A server refused a proof (its `iat` too old or too new) that was signed with the offset
+    /// `signedWith`: when the refusal's `Date` is more than `threshold` seconds from it, the
+    /// server's clock stepped. The estimate starts over from this sample (unless others have
+    /// already caught up), and the answer is true: sign again once. A refusal the `Date` does
+    /// not explain changes nothing (false).
+    public func resynchronize(dateHeader: String?, receivedAt: Date, signedWith: TimeInterval,
+                              threshold: TimeInterval = 5) -> Bool {
+        guard let dateHeader, let serverDate = HTTPDate.parse(dateHeader) else { return false }
+        let sample = serverDate.timeIntervalSince(receivedAt) + 0.5
+        guard abs(sample - signedWith) > threshold else { return false }
+        samples.withLock { samples in
+            let sorted = samples.sorted()
+            let current = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+            if abs(sample - current) > threshold { samples = [sample] }
+        }
+        return true
+    }
 }

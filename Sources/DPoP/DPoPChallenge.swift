@@ -30,6 +30,16 @@ public enum DPoPChallenge: Sendable, Equatable {
         classify(status: status, wwwAuthenticate: wwwAuthenticate, body: body) == .useNonce
     }
 
+    /// True when the server refused the proof itself (`invalid_dpop_proof`, either form): with
+    /// a stepped clock, a proof signed again with the corrected `iat` may pass.
+    public static func isProofRefused(status: Int, wwwAuthenticate: String?, body: some Collection<UInt8>) -> Bool {
+        guard status == 400 || status == 401 else { return false }
+        let challenge = wwwAuthenticate.flatMap { header in
+            AuthenticateChallenge.parse(header).first { $0.scheme == "dpop" && $0.parameters["error"] != nil }
+        }
+        return challenge?.parameters["error"] == "invalid_dpop_proof" || errorCode(inBody: body) == "invalid_dpop_proof"
+    }
+
     /// The `error` member of a JSON object body, if there is one. Only small bodies are parsed:
     /// an OAuth error body is a few hundred bytes, and anything else is not one.
     static func errorCode(inBody body: some Collection<UInt8>) -> String? {

@@ -63,3 +63,32 @@ struct ClockSkewTests {
         #expect(try Independent.split(proof).claims["iat"] as? Int == 1_800_000_020)
     }
 }
+
+@Suite("Clock skew: resynchronizing after a refused proof")
+struct ClockSkewResyncTests {
+    static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    @Test("a Date far from the estimate restarts it from that sample; a close one leaves it")
+    func resynchronize() {
+        let estimator = ClockSkewEstimator()
+        let local = Date(timeIntervalSince1970: 1_800_000_000)
+        for _ in 0..<7 { estimator.record(serverDate: local.addingTimeInterval(2), receivedAt: local) }
+        #expect(estimator.offset == 2.5)
+        let near = ClockSkewResyncTests.httpDate(local.addingTimeInterval(5))
+        #expect(!estimator.resynchronize(dateHeader: near, receivedAt: local, signedWith: 2.5), "3 seconds off: not a step")
+        #expect(estimator.offset == 2.5)
+        let stepped = ClockSkewResyncTests.httpDate(local.addingTimeInterval(63))
+        #expect(estimator.resynchronize(dateHeader: stepped, receivedAt: local, signedWith: 2.5))
+        #expect(estimator.offset == 63.5, "the step is followed at once")
+        // A proof signed before other answers corrected the estimate: sign again, estimate kept.
+        #expect(estimator.resynchronize(dateHeader: stepped, receivedAt: local, signedWith: 2.5))
+        #expect(estimator.offset == 63.5)
+        #expect(!estimator.resynchronize(dateHeader: "not a date", receivedAt: local, signedWith: 2.5))
+    }
+}

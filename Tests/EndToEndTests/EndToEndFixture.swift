@@ -17,13 +17,15 @@ final class EndToEndFixture: @unchecked Sendable {
 
     /// `names`: accounts to create; the first resolves by DNS TXT, the others by HTTPS well-known.
     init(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil, logLevel: String = "debug",
-         daemonArguments: [String] = [], configure: (inout AccountSpec) -> Void = { _ in }) async throws {
+         daemonArguments: [String] = [], configureTestbed: (inout TestbedConfiguration) -> Void = { _ in },
+         configure: (inout AccountSpec) -> Void = { _ in }) async throws {
         try HermeticNetwork.require()
         self.logLevel = logLevel
         self.daemonArguments = daemonArguments
         directory = try TemporaryDirectory("blueskyd-e2e")
         testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             if let accessTokenLifetime { config.accessTokenLifetime = accessTokenLifetime }
+            configureTestbed(&config)
         }
         var created: [TestAccount] = []
         for (index, name) in names.enumerated() {

@@ -39,6 +39,13 @@ final class AccountManager: Sendable {
             } else {
                 await scheduler.schedule(record.id, at: await session.nextRefreshDate())
             }
+            if record.state != .needsLogin, record.sessionEndsSoon(now: environment.now()) {
+                await session.warnIfSessionEndsSoon()
+            }
+        }
+        if records.contains(where: { $0.authKind == .oauth }) {
+            let stored = try store.allDPoPNonces()
+            environment.oauth.importNonces(stored, didOf: Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0.did) }))
         }
         logger.info("accounts loaded", metadata: ["count": "\(records.count)"])
     }

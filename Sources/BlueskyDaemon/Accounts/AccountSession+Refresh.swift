@@ -31,9 +31,9 @@ extension AccountSession {
         let store = environment.store
         let startedAt = environment.now()
         try store.markRefreshStarted(id: id, at: startedAt)
-        let session: LegacySession
+        let session: RotatedSession
         do {
-            session = try await environment.sessions.refreshSession(pds: try requirePDSURL(), refreshJwt: old.refreshToken)
+            session = try await rotate(old)
         } catch {
             throw try await recordFailure(error)
         }
@@ -41,8 +41,8 @@ extension AccountSession {
             throw try await recordFailure(.rejected("the server returned a session for \(session.did), not \(record.did)"))
         }
         var secrets = old
-        secrets.accessToken = session.accessJwt
-        secrets.refreshToken = session.refreshJwt
+        secrets.accessToken = session.accessToken
+        secrets.refreshToken = session.refreshToken
         let now = environment.now()
         try store.saveRefreshedSession(id: id, secrets: secrets, accessExpiresAt: session.accessExpiresAt,
                                        refreshExpiresAt: session.refreshExpiresAt, at: now)
@@ -53,6 +53,11 @@ extension AccountSession {
         updated.refreshStartedAt = nil
         updated.state = .active
         updated.stateReason = nil
+        if let scope = session.scope, scope != record.oauth?.scope {
+            // A narrowed grant is worth knowing (and showing); it rarely changes.
+            updated.oauth?.scope = scope
+            try store.update(updated)
+        }
         let renamed = session.handle.map { $0 != record.handle } ?? false
         if renamed {
             // The PDS's word alone does not make a handle ours: it stays unverified (and is not
@@ -69,6 +74,27 @@ extension AccountSession {
         logger.info("session refreshed", metadata: ["outcome": "refreshed"])
         await environment.reschedule(id, nextRefreshDate())
         return secrets
+    }
+
+    /// The new tokens of a refresh, whichever way the account signs in.
+    struct RotatedSession: Sendable {
+        var did: String
+        var accessToken: String
+        var refreshToken: String
+        var accessExpiresAt: Date?
+        var refreshExpiresAt: Date?
+        var handle: String?
+        /// The scope granted (OAuth).
+        var scope: String?
+    }
+
+    /// One refresh request: `refreshSession` for app passwords, the token endpoint with DPoP for OAuth.
+    private func rotate(_ old: AccountSecrets) async throws(SessionError) -> RotatedSession {
+        if record.authKind == .oauth { return try await rotateOAuth(old) }
+        let session = try await environment.sessions.refreshSession(pds: try requirePDSURL(), refreshJwt: old.refreshToken)
+        return RotatedSession(did: session.did, accessToken: session.accessJwt, refreshToken: session.refreshJwt,
+                              accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
+                              handle: session.handle)
     }
 
     /// The server reports a new handle: save it, unverified; the old one no longer names the account.

@@ -1,4 +1,5 @@
 import BlueskyStore
+import DPoP
 import Foundation
 import Logging
 import XRPC
@@ -19,6 +20,10 @@ actor AccountSession {
     let environment: SessionEnvironment
     /// Decrypted tokens, kept only while the account is being used for calls.
     var cachedSecrets: AccountSecrets?
+    /// The OAuth session's DPoP key, parsed once while the account is in use.
+    var cachedDPoPKey: DPoPKey?
+    /// The 48-hour warning before a public OAuth session ends was logged (once per run).
+    var warnedSessionEnd = false
     var refreshInFlight: Task<AccountSecrets, any Error>?
     /// Consecutive transient failures, for the backoff.
     var failedAttempts = 0
@@ -42,11 +47,52 @@ actor AccountSession {
         self.record = record
     }
 
-    /// What a proxied call needs, in one actor hop: a valid access token and the PDS.
-    func callTarget() async throws(DaemonError) -> (token: String, pds: URL) {
+    /// How a call proves who it is: a bearer token, or a DPoP-bound token and its key.
+    enum CallCredentials: Sendable {
+        case bearer(String)
+        case dpop(token: String, key: DPoPKey, did: String)
+
+        var token: String {
+            switch self {
+            case .bearer(let token), .dpop(let token, _, _): token
+            }
+        }
+    }
+
+    /// What a proxied call needs, in one actor hop: a valid access token (with its DPoP key for
+    /// OAuth accounts) and the PDS.
+    func callTarget() async throws(DaemonError) -> (credentials: CallCredentials, pds: URL) {
         let token = try await validAccessToken()
         guard let pds = pdsURL else { throw .internalError("account has an invalid PDS URL: \(record.pds)") }
-        return (token, pds)
+        guard record.authKind == .oauth else { return (.bearer(token), pds) }
+        return (.dpop(token: token, key: try dpopKey(), did: record.did), pds)
+    }
+
+    /// The session's DPoP key, from the sealed secrets.
+    func dpopKey() throws(DaemonError) -> DPoPKey {
+        if let cachedDPoPKey { return cachedDPoPKey }
+        guard let raw = try currentSecrets().dpopPrivateKey else {
+            throw .internalError("the OAuth account \(id) has no DPoP key")
+        }
+        do {
+            let key = try DPoPKey(rawRepresentation: raw)
+            cachedDPoPKey = key
+            return key
+        } catch {
+            throw .internalError("the DPoP key of account \(id) does not load: \(error)")
+        }
+    }
+
+    /// A new login replaced the session in the store (same id): use its record and tokens now.
+    func adoptNewSession(_ newRecord: AccountRecord) {
+        let oldHandle = record.handle
+        record = newRecord
+        cachedSecrets = nil
+        cachedDPoPKey = nil
+        warnedSessionEnd = false
+        failedAttempts = 0
+        retryAt = nil
+        if newRecord.handle != oldHandle { environment.registry.reindexHandle(of: id, to: newRecord.handle) }
     }
 
     /// An access token that is not about to expire, refreshing first when needed.
@@ -101,6 +147,7 @@ actor AccountSession {
     /// Ends the server session (best effort) and forgets the tokens. True when the server agreed.
     func endServerSession() async -> Bool {
         guard let secrets = try? currentSecrets() else { return false }
+        if record.authKind == .oauth { return await revokeOAuthSession(secrets) }
         do {
             try await environment.sessions.deleteSession(pds: try requirePDSURL(), refreshJwt: secrets.refreshToken)
             return true

@@ -14,6 +14,8 @@ final class SessionEnvironment: Sendable {
     /// The client of proxied XRPC calls.
     let http: any HTTPFetching
     let sessions: LegacySessionClient
+    /// OAuth: nonces, clock skew, the authorization servers' client, logins in progress.
+    let oauth: OAuthEnvironment
     /// Timing rules a configuration reload may change while accounts are live.
     private let timing: Mutex<(refreshAhead: Duration, backoff: Backoff)>
     let upstreamTimeout: Duration
@@ -23,12 +25,14 @@ final class SessionEnvironment: Sendable {
     /// Moves the account's entry in the refresh schedule (nil: none until a new login).
     let reschedule: @Sendable (UUID, Date?) async -> Void
 
-    init(store: AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, refreshAhead: Duration,
+    init(store: AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
+         refreshAhead: Duration,
          backoff: Backoff, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,
          reschedule: @escaping @Sendable (UUID, Date?) async -> Void) {
         self.store = store
         self.http = http
         self.sessions = sessions
+        self.oauth = oauth
         self.timing = Mutex((refreshAhead, backoff))
         self.upstreamTimeout = upstreamTimeout
         self.logger = logger

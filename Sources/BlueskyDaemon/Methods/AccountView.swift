@@ -5,7 +5,7 @@ import JSONRPC
 /// How an account appears in replies (never with its tokens).
 enum AccountView {
     static func json(_ record: AccountRecord, nextRefreshAt: Date?) -> JSONValue {
-        .object([
+        var fields: [String: JSONValue] = [
             "id": .string(record.id.uuidString.lowercased()),
             "did": .string(record.did),
             "handle": record.handle.map(JSONValue.string) ?? .null,
@@ -19,7 +19,19 @@ enum AccountView {
             "lastRefreshAt": timestamp(record.lastRefreshAt),
             "accessExpiresAt": timestamp(record.accessExpiresAt),
             "nextRefreshAt": timestamp(nextRefreshAt),
-        ])
+        ]
+        if let oauth = record.oauth {
+            fields["oauth"] = .object([
+                "issuer": .string(oauth.issuer),
+                "scope": .string(oauth.scope),
+                "clientKind": .string(oauth.clientKind.rawValue),
+                "clientID": .string(oauth.clientID),
+                "sessionStartedAt": timestamp(oauth.sessionStartedAt),
+                "sessionEndsAt": timestamp(oauth.sessionEndsAt),
+                "sessionEndsSoon": .bool(record.sessionEndsSoon(now: Date())),
+            ])
+        }
+        return .object(fields)
     }
 
     static func timestamp(_ date: Date?) -> JSONValue {

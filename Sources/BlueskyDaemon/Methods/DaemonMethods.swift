@@ -56,6 +56,8 @@ struct DaemonMethods: RPCMethodHandler {
             try params.allowOnly(["account"])
             let record = try await accounts.refreshNow(try params.optionalString("account"))
             return try await accountReply(record.id)
+        case let method where method.hasPrefix("accounts.oauth."):
+            return try await oauth(method, params)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
             return try await proxied(try XRPCCall(params: params))
@@ -87,15 +89,18 @@ struct DaemonMethods: RPCMethodHandler {
         return metadata
     }
 
-    private func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {
+    func accountReply(_ id: UUID) async throws(DaemonError) -> JSONValue {
         let session = try accounts.registry.session(id.uuidString)
         return ["account": await session.view()]
     }
 
     private func status() async -> JSONValue {
-        var active = 0, needsLogin = 0, retrying = 0
+        var active = 0, needsLogin = 0, retrying = 0, endingSoon = 0
+        let now = Date()
         for session in accounts.registry.allSessions {
-            switch await session.record.state {
+            let record = await session.record
+            if record.state != .needsLogin, record.sessionEndsSoon(now: now) { endingSoon += 1 }
+            switch record.state {
             case .active: active += 1
             case .needsLogin: needsLogin += 1
             case .retrying: retrying += 1
@@ -107,6 +112,7 @@ struct DaemonMethods: RPCMethodHandler {
             "active": .number(Double(active)),
             "needsLogin": .number(Double(needsLogin)),
             "retrying": .number(Double(retrying)),
+            "oauthSessionsEndingSoon": .number(Double(endingSoon)),
             "refreshing": .number(Double(await scheduler.refreshesRunning)),
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue()),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,

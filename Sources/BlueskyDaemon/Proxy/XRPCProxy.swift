@@ -18,10 +18,13 @@ struct XRPCProxy: Sendable {
 
     func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         let session = try registry.session(call.account)
-        let (token, pds) = try await session.callTarget()
+        let (credentials, pds) = try await session.callTarget()
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
                                   body: call.body)
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
+        guard case .bearer(let token) = credentials else {
+            return try await callWithDPoP(request, credentials: credentials, session: session)
+        }
         var response = try await send(request, token: token)
         if Self.isExpiredToken(response) {
             let fresh = try await session.replaceExpired(token: token)

@@ -7,21 +7,25 @@ struct StatusSummary: Sendable {
 
     /// For example "3 accounts, 1 needs login; next refresh in 4m 12s".
     func line(now: Date = Date()) async -> String {
-        var needsLogin = 0
-        for session in accounts.registry.allSessions where await session.record.state == .needsLogin {
-            needsLogin += 1
+        var needsLogin = 0, endingSoon = 0
+        for session in accounts.registry.allSessions {
+            let record = await session.record
+            if record.state == .needsLogin { needsLogin += 1 } else if record.sessionEndsSoon(now: now) { endingSoon += 1 }
         }
         let count = accounts.registry.count
         var text = Self.describe(accounts: count, needsLogin: needsLogin,
-                                 nextRefresh: await accounts.scheduler.nextDue(), now: now)
+                                 nextRefresh: await accounts.scheduler.nextDue(), now: now, sessionsEndingSoon: endingSoon)
         if let note = reloader.statusNote { text += "; " + note }
         return text
     }
 
-    static func describe(accounts: Int, needsLogin: Int, nextRefresh: Date?, now: Date) -> String {
+    static func describe(accounts: Int, needsLogin: Int, nextRefresh: Date?, now: Date, sessionsEndingSoon: Int = 0) -> String {
         guard accounts > 0 else { return "no accounts yet (add one with bskyctl login)" }
         var text = accounts == 1 ? "1 account" : "\(accounts) accounts"
         if needsLogin > 0 { text += ", \(needsLogin) need\(needsLogin == 1 ? "s" : "") login" }
+        if sessionsEndingSoon > 0 {
+            text += ", \(sessionsEndingSoon) OAuth session\(sessionsEndingSoon == 1 ? " ends" : "s end") within 48h"
+        }
         if let nextRefresh {
             text += "; next refresh " + relative(nextRefresh.timeIntervalSince(now))
         } else {

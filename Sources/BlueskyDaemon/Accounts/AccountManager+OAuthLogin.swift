@@ -1,0 +1,184 @@
+import ATIdentity
+import ATOAuth
+import ATSyntax
+import BlueskyHTTP
+import BlueskyStore
+import DPoP
+import Foundation
+
+/// OAuth login: discovery, PAR, the loopback callback, the code exchange, the issuer binding
+/// check, and storing the account (new, or an existing one replaced in place).
+extension AccountManager {
+    /// What `accounts.oauth.begin` answers.
+    struct OAuthLoginStart: Sendable {
+        var loginID: String
+        var authorizationURL: URL
+        var redirectURI: String
+    }
+
+    static let defaultOAuthScope = "atproto transition:generic"
+
+    /// Starts a login from a handle, a DID, or a PDS / entryway URL.
+    /// - Parameter upgrading: an account to replace in place (same id, same default flag).
+    func beginOAuthLogin(identifier: String, scope: String?, makeDefault: Bool, upgrading: String?)
+        async throws(DaemonError) -> OAuthLoginStart
+    {
+        let oauth = environment.oauth
+        pruneFinishedLogins()
+        var expectedDID: String?
+        if let upgrading { expectedDID = await (try registry.session(upgrading)).record.did }
+        let discovery = try await discover(identifier)
+        if let expectedDID, let found = discovery.did, found != expectedDID {
+            throw .oauthLogin(.subjectMismatch(expected: expectedDID, actual: found))
+        }
+        expectedDID = expectedDID ?? discovery.did
+        let loginID = UUID().uuidString.lowercased()
+        let listener: LoopbackCallbackListener
+        do {
+            listener = try await LoopbackCallbackListener.start { [weak self] query in
+                guard let self else { return .init(status: .serviceUnavailable, text: "blueskyd is stopping.\n") }
+                return await self.handleLoopbackCallback(query: query)
+            }
+        } catch {
+            throw .internalError("cannot listen for the login's redirect on 127.0.0.1: \(error)")
+        }
+        let client: LoopbackClient
+        do {
+            client = try LoopbackClient(port: listener.port, scope: scope ?? Self.defaultOAuthScope)
+        } catch {
+            await listener.close()
+            throw .invalidParams(error.description, field: "scope")
+        }
+        let key = DPoPKey.generate()
+        let pkce = PKCE.generate()
+        let state = SecureRandom.state()
+        let request = AuthorizationRequest(clientID: client.clientID, redirectURI: client.redirectURI, scope: client.scope,
+                                           state: state, pkce: pkce, loginHint: discovery.loginHint)
+        let attempt = OAuthLoginAttempt(id: loginID, state: state, endpoints: discovery.endpoints, clientID: client.clientID,
+                                        scope: client.scope, expectedDID: expectedDID, makeDefault: makeDefault,
+                                        startedAt: environment.now(), listener: listener)
+        let pushed: PushedAuthorizationResponse
+        do {
+            pushed = try await oauth.serverClient(discovery.endpoints, clientID: client.clientID)
+                .pushAuthorization(request, dpopKey: key, nonceScope: attempt.nonceScope)
+        } catch {
+            await listener.close()
+            oauth.nonces.forget(account: attempt.nonceScope)
+            throw error.isTransient ? .upstreamUnavailable(error.description) : .oauthLogin(.serverRefused(error.description))
+        }
+        guard let url = OAuthRequests.authorizationURL(endpoint: discovery.endpoints.authorization, clientID: client.clientID,
+                                                       requestURI: pushed.requestURI) else {
+            await listener.close()
+            throw .internalError("cannot build the authorization URL")
+        }
+        oauth.pending.insert(PendingAuthorization(state: state, issuer: discovery.endpoints.issuer, pkce: pkce,
+                                                  redirectURI: client.redirectURI, dpopKey: key, expectedDID: expectedDID,
+                                                  createdAt: environment.now()))
+        oauth.logins.withLock { $0[loginID] = attempt }
+        logger.info("oauth login started", metadata: [
+            "login": "\(loginID)", "issuer": "\(discovery.endpoints.issuer)", "did": "\(expectedDID ?? "-")",
+        ])
+        return OAuthLoginStart(loginID: loginID, authorizationURL: url, redirectURI: client.redirectURI)
+    }
+
+    /// The login with this id.
+    func oauthLogin(_ loginID: String) throws(DaemonError) -> OAuthLoginAttempt {
+        guard let attempt = environment.oauth.logins.withLock({ $0[loginID] }) else {
+            throw .oauthLogin(.loginNotFound(loginID))
+        }
+        return attempt
+    }
+
+    /// Waits for the login's outcome: the account, or the failure.
+    func waitForOAuthLogin(_ loginID: String, timeout: Duration) async throws(DaemonError) -> UUID {
+        let attempt = try oauthLogin(loginID)
+        guard let outcome = await attempt.wait(timeout: timeout) else { throw .oauthLogin(.timedOut) }
+        switch outcome {
+        case .success(let id): return id
+        case .failure(let failure): throw .oauthLogin(failure)
+        }
+    }
+
+    /// Completes a login with the redirect URL the user pasted (`--no-browser`).
+    func completeOAuthLogin(_ loginID: String, redirectURL: String) async throws(DaemonError) -> UUID {
+        let attempt = try oauthLogin(loginID)
+        let callback: AuthorizationCallback
+        do {
+            guard let url = URL(string: redirectURL.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+                throw CallbackError.malformedQuery
+            }
+            callback = try AuthorizationCallback(redirectURL: url)
+        } catch {
+            throw .oauthLogin(.callbackInvalid("not a redirect URL with a query"))
+        }
+        // A state of another login (or none) is refused without consuming anything.
+        if let state = callback.state, state != attempt.state {
+            throw .oauthLogin(environment.oauth.logins.withLock { $0.values.contains { $0.state == state } }
+                ? .stateUnknown : Self.stateFailure(state, pending: environment.oauth.pending, now: environment.now()))
+        }
+        switch await finishOAuthLogin(attempt, callback: callback) {
+        case .success(let id): return id
+        case .failure(let failure): throw .oauthLogin(failure)
+        }
+    }
+
+    /// Cancels a login: its listener closes and waiters get `OAuthLoginCancelled`.
+    func cancelOAuthLogin(_ loginID: String) async throws(DaemonError) {
+        let attempt = try oauthLogin(loginID)
+        if attempt.claim() {
+            attempt.finish(.failure(.cancelled))
+            environment.oauth.nonces.forget(account: attempt.nonceScope)
+            logger.info("oauth login cancelled", metadata: ["login": "\(loginID)"])
+        }
+        await attempt.listener.close()
+    }
+
+    /// The browser's redirect to the loopback listener.
+    func handleLoopbackCallback(query: String) async -> LoopbackCallbackListener.Page {
+        let callback: AuthorizationCallback
+        do {
+            callback = try AuthorizationCallback(query: query)
+        } catch {
+            return .init(status: .badRequest, text: "Login failed: \(error.description)\n")
+        }
+        let attempt = callback.state.flatMap { state in
+            environment.oauth.logins.withLock { $0.values.first { $0.state == state } }
+        }
+        let outcome: Result<UUID, OAuthLoginFailure>
+        if let attempt {
+            outcome = await finishOAuthLogin(attempt, callback: callback)
+        } else {
+            outcome = .failure(Self.stateFailure(callback.state ?? "", pending: environment.oauth.pending, now: environment.now()))
+        }
+        switch outcome {
+        case .success: return .init(status: .ok, text: "You are logged in to blueskyd. You can close this tab.\n")
+        case .failure(let failure): return .init(status: .badRequest, text: "Login failed: \(failure.message)\n")
+        }
+    }
+
+    /// Unknown or reused, for a state that belongs to no login in progress.
+    private static func stateFailure(_ state: String, pending: PendingAuthorizations, now: Date) -> OAuthLoginFailure {
+        do {
+            _ = try pending.complete(AuthorizationCallback(state: state), now: now)
+            return .stateUnknown
+        } catch {
+            return OAuthLoginFailure(error)
+        }
+    }
+
+    /// Forgets logins that ended (or were abandoned) long ago.
+    private func pruneFinishedLogins() {
+        let now = environment.now()
+        let lifetime = environment.oauth.pending.lifetime
+        let stale = environment.oauth.logins.withLock { logins -> [OAuthLoginAttempt] in
+            let old = logins.values.filter { now.timeIntervalSince($0.startedAt) > lifetime }
+            for attempt in old { logins.removeValue(forKey: attempt.id) }
+            return old
+        }
+        environment.oauth.pending.removeExpired(now: now)
+        for attempt in stale {
+            if attempt.claim() { attempt.finish(.failure(.expired)) }
+            Task { await attempt.listener.close() }
+        }
+    }
+}

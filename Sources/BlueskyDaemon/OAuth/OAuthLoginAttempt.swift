@@ -1,0 +1,94 @@
+import ATOAuth
+import Foundation
+import Synchronization
+
+/// One login in progress: what the callback needs, its listener, and its outcome for waiters.
+final class OAuthLoginAttempt: Sendable {
+    let id: String
+    let state: String
+    let endpoints: AuthorizationServerEndpoints
+    let clientID: String
+    let scope: String
+    /// The DID the login named (handle or DID, or the account being upgraded); nil from a URL.
+    let expectedDID: String?
+    let makeDefault: Bool
+    /// The nonce cache's key until the DID is known.
+    var nonceScope: String { "login:" + id }
+    let startedAt: Date
+    let listener: LoopbackCallbackListener
+
+    private struct State {
+        var outcome: Result<UUID, OAuthLoginFailure>?
+        var finishing = false
+        var waiters: [UUID: CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>] = [:]
+        /// Waiters whose time ran out before they were registered (the timer won the race).
+        var expired: Set<UUID> = []
+    }
+    private let status = Mutex(State())
+
+    init(id: String, state: String, endpoints: AuthorizationServerEndpoints, clientID: String, scope: String,
+         expectedDID: String?, makeDefault: Bool, startedAt: Date, listener: LoopbackCallbackListener) {
+        self.id = id
+        self.state = state
+        self.endpoints = endpoints
+        self.clientID = clientID
+        self.scope = scope
+        self.expectedDID = expectedDID
+        self.makeDefault = makeDefault
+        self.startedAt = startedAt
+        self.listener = listener
+    }
+
+    /// The outcome, if the login has ended.
+    var outcome: Result<UUID, OAuthLoginFailure>? { status.withLock { $0.outcome } }
+
+    /// Claims the right to finish the login (one callback or paste, once); false if taken.
+    func claim() -> Bool {
+        status.withLock { state in
+            guard state.outcome == nil, !state.finishing else { return false }
+            state.finishing = true
+            return true
+        }
+    }
+
+    /// Ends the login (the first outcome wins) and wakes every waiter.
+    func finish(_ outcome: Result<UUID, OAuthLoginFailure>) {
+        let waiters = status.withLock { state -> [CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>] in
+            guard state.outcome == nil else { return [] }
+            state.outcome = outcome
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: outcome) }
+    }
+
+    /// Waits for the outcome; nil when `timeout` passes first.
+    func wait(timeout: Duration) async -> Result<UUID, OAuthLoginFailure>? {
+        let token = UUID()
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            self?.resumeWaiter(token, with: nil)
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let ready = status.withLock { state -> Result<UUID, OAuthLoginFailure>?? in
+                if let outcome = state.outcome { return .some(outcome) }
+                if state.expired.remove(token) != nil { return .some(nil) }
+                state.waiters[token] = continuation
+                return .none
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    private func resumeWaiter(_ token: UUID, with value: Result<UUID, OAuthLoginFailure>?) {
+        let waiter = status.withLock { state in
+            guard let waiter = state.waiters.removeValue(forKey: token) else {
+                if state.outcome == nil { state.expired.insert(token) }
+                return nil as CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>?
+            }
+            return waiter
+        }
+        waiter?.resume(returning: value)
+    }
+}

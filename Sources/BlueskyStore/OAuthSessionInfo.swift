@@ -1,0 +1,68 @@
+import Foundation
+
+/// Which kind of OAuth client an account's session belongs to; it decides how long the
+/// authorization server lets the session live.
+public enum OAuthClientKind: String, Codable, Sendable, CaseIterable {
+    /// The atproto development client (`http://localhost?...`): public, sessions end 14 days after login.
+    case loopback
+    /// A hosted `client_id` metadata document without client authentication: public, 14 days.
+    case hostedPublic = "hosted-public"
+    /// A hosted client authenticating with `private_key_jwt`: sessions of up to 2 years.
+    case confidential
+
+    /// Public clients' sessions end a fixed time after login, whatever the refreshes.
+    public var isPublic: Bool { self != .confidential }
+}
+
+/// The OAuth facts of an account (nil for app-password accounts): enough to refresh and revoke
+/// without discovering the authorization server again, and to tell when the session ends.
+public struct OAuthSessionInfo: Sendable, Equatable, Codable {
+    /// The issuer that granted the session (the callback's `iss`, checked against the DID's PDS).
+    public var issuer: String
+    public var tokenEndpoint: String
+    /// Absent when the server publishes none; logout then only forgets the tokens.
+    public var revocationEndpoint: String?
+    /// The scope actually granted (it may be less than asked).
+    public var scope: String
+    /// When the user approved the login: public sessions end a fixed time after it.
+    public var sessionStartedAt: Date
+    public var clientKind: OAuthClientKind
+    /// The exact `client_id` string every request of this session must repeat.
+    public var clientID: String
+
+    public init(issuer: String, tokenEndpoint: String, revocationEndpoint: String?, scope: String,
+                sessionStartedAt: Date, clientKind: OAuthClientKind, clientID: String) {
+        self.issuer = issuer
+        self.tokenEndpoint = tokenEndpoint
+        self.revocationEndpoint = revocationEndpoint
+        self.scope = scope
+        self.sessionStartedAt = sessionStartedAt
+        self.clientKind = clientKind
+        self.clientID = clientID
+    }
+
+    /// How long public clients' sessions last on the reference server.
+    public static let publicSessionLifetime: TimeInterval = 14 * 24 * 3600
+
+    /// When the session ends for good (public clients), or nil when refreshes extend it.
+    public var sessionEndsAt: Date? {
+        clientKind.isPublic ? sessionStartedAt.addingTimeInterval(Self.publicSessionLifetime) : nil
+    }
+}
+
+/// One persisted DPoP nonce: the latest `DPoP-Nonce` a server sent for an account.
+/// Nonces are not secrets (servers send them in the clear to anyone), so they are stored plain.
+public struct StoredDPoPNonce: Sendable, Equatable {
+    public var account: UUID
+    /// `scheme://host[:port]` of the server.
+    public var origin: String
+    public var nonce: String
+    public var receivedAt: Date
+
+    public init(account: UUID, origin: String, nonce: String, receivedAt: Date) {
+        self.account = account
+        self.origin = origin
+        self.nonce = nonce
+        self.receivedAt = receivedAt
+    }
+}

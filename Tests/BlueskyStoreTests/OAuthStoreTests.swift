@@ -1,0 +1,110 @@
+import BlueskyStore
+import Crypto
+import Foundation
+import Testing
+
+@Suite("Account registry: OAuth sessions and DPoP nonces")
+struct OAuthStoreTests {
+    static func oauthInfo(started: Date, kind: OAuthClientKind = .loopback) -> OAuthSessionInfo {
+        OAuthSessionInfo(issuer: "https://auth.example.test", tokenEndpoint: "https://auth.example.test/oauth/token",
+                         revocationEndpoint: "https://auth.example.test/oauth/revoke", scope: "atproto transition:generic",
+                         sessionStartedAt: started, clientKind: kind, clientID: "http://localhost?scope=atproto")
+    }
+
+    @Test("an OAuth account keeps its issuer, scope, client and session start, and its DPoP key sealed, across a reopen")
+    func oauthRoundTrip() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = SymmetricKey(size: .bits256)
+        var record = Fixtures.record()
+        record.authKind = .oauth
+        record.oauth = Self.oauthInfo(started: Date(timeIntervalSinceReferenceDate: 800_000_000.25))
+        let secrets = AccountSecrets(accessToken: "at-\(UUID())", refreshToken: "rt-\(UUID())",
+                                     dpopPrivateKey: Data((0..<32).map { UInt8($0) }))
+        do {
+            let store = try Fixtures.openStore(in: directory.url, key: key)
+            try store.insert(record, secrets: secrets)
+            try store.close()
+        }
+        let store = try Fixtures.openStore(in: directory.url, key: key)
+        #expect(try store.account(id: record.id) == record)
+        #expect(try store.secrets(for: record.id) == secrets)
+        #expect(record.oauth?.sessionEndsAt == record.oauth!.sessionStartedAt.addingTimeInterval(14 * 24 * 3600))
+        // The key never appears in the database file in clear.
+        try store.close()
+        let file = try Data(contentsOf: directory.appending(AccountStore.databaseFileName))
+        #expect(file.range(of: secrets.dpopPrivateKey!) == nil)
+    }
+
+    @Test("confidential sessions have no fixed end; app-password accounts have no OAuth facts")
+    func sessionEnds() throws {
+        #expect(Self.oauthInfo(started: Date(), kind: .confidential).sessionEndsAt == nil)
+        #expect(Self.oauthInfo(started: Date(), kind: .hostedPublic).sessionEndsAt != nil)
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let record = Fixtures.record()
+        try store.insert(record, secrets: Fixtures.secrets())
+        #expect(try store.account(id: record.id)?.oauth == nil)
+    }
+
+    @Test("an app-password account upgraded in place keeps its id and default flag, with new secrets")
+    func upgradeInPlace() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let record = Fixtures.record(isDefault: true)
+        let other = Fixtures.record()
+        try store.insert(record, secrets: Fixtures.secrets())
+        try store.insert(other, secrets: Fixtures.secrets())
+        try store.saveDPoPNonces([StoredDPoPNonce(account: record.id, origin: "https://pds.example.test", nonce: "old",
+                                                  receivedAt: Date())])
+        var upgraded = record
+        upgraded.authKind = .oauth
+        upgraded.oauth = Self.oauthInfo(started: Date())
+        upgraded.isDefault = false  // ignored: only setDefault changes it
+        let secrets = AccountSecrets(accessToken: "new-at", refreshToken: "new-rt", dpopPrivateKey: Data(repeating: 7, count: 32))
+        try store.replaceSession(upgraded, secrets: secrets)
+        let stored = try #require(try store.account(id: record.id))
+        #expect(stored.authKind == .oauth && stored.oauth == upgraded.oauth)
+        #expect(stored.isDefault, "still the default")
+        #expect(try store.secrets(for: record.id) == secrets)
+        #expect(try store.allDPoPNonces().isEmpty, "the old session's nonces are gone")
+        #expect(try store.count() == 2)
+
+        var clash = other
+        clash.did = record.did
+        #expect(throws: StoreError.duplicateDID(existing: record.id)) { try store.replaceSession(clash, secrets: secrets) }
+        #expect(throws: StoreError.unknownAccount(UUID(uuidString: "00000000-0000-0000-0000-000000000001")!)) {
+            var missing = other
+            missing.id = UUID(uuidString: "00000000-0000-0000-0000-000000000001")!
+            try store.replaceSession(missing, secrets: secrets)
+        }
+    }
+
+    @Test("nonces are kept per account and origin, replaced by newer ones, and deleted with their account")
+    func nonces() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = SymmetricKey(size: .bits256)
+        let store = try Fixtures.openStore(in: directory.url, key: key)
+        let a = Fixtures.record(), b = Fixtures.record()
+        try store.insert(a, secrets: Fixtures.secrets())
+        try store.insert(b, secrets: Fixtures.secrets())
+        let t0 = Date(timeIntervalSinceReferenceDate: 800_000_000)
+        try store.saveDPoPNonces([
+            StoredDPoPNonce(account: a.id, origin: "https://pds.example.test", nonce: "n1", receivedAt: t0),
+            StoredDPoPNonce(account: a.id, origin: "https://auth.example.test", nonce: "m1", receivedAt: t0),
+            StoredDPoPNonce(account: b.id, origin: "https://pds.example.test", nonce: "k1", receivedAt: t0),
+            StoredDPoPNonce(account: UUID(), origin: "https://pds.example.test", nonce: "ghost", receivedAt: t0),
+        ])
+        try store.saveDPoPNonces([StoredDPoPNonce(account: a.id, origin: "https://pds.example.test", nonce: "n2",
+                                                  receivedAt: t0.addingTimeInterval(60))])
+        let all = try store.allDPoPNonces()
+        #expect(all.count == 3, "the unknown account's nonce was skipped")
+        #expect(all.contains(StoredDPoPNonce(account: a.id, origin: "https://pds.example.test", nonce: "n2",
+                                             receivedAt: t0.addingTimeInterval(60))))
+        try store.delete(id: a.id)
+        #expect(try store.allDPoPNonces().map(\.nonce) == ["k1"])
+    }
+}
