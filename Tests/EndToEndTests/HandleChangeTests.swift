@@ -9,7 +9,7 @@ struct HandleChangeTests {
     @Test("after a refresh the account answers to its new handle, also after a restart, and no longer to the old one")
     func followsTheNewHandle() async throws {
         // erin's handles resolve by HTTPS well-known, which the testbed moves with the handle.
-        let fixture = try await EndToEndFixture(names: ["erin"]) { $0.publishWellKnown = true }
+        let fixture = try await EndToEndFixture(names: ["erin"], configure: { $0.publishWellKnown = true })
         defer { Task { await fixture.tearDown() } }
         try await fixture.loginAll()
         let account = fixture.accounts[0]
