@@ -114,5 +114,16 @@ struct TokenUpkeepTests {
         // And it survives a restart in that state.
         try await fixture.restartDaemon()
         #expect(try await fixture.listedAccounts()[bob.handle]?["state"] == "needs-login")
+
+        // Logging in again mends it in place: the same account, active, working.
+        let uuid = try #require(try await fixture.listedAccounts()[bob.handle]?["id"]?.stringValue)
+        let relogin = try await fixture.bskyctl(["login", bob.handle, "--app-password"], stdin: bob.appPassword + "\n")
+        #expect(relogin.status == 0, "a needs-login account can log in again: \(relogin.stderr)")
+        listed = try await fixture.listedAccounts()
+        #expect(listed[bob.handle]?["id"]?.stringValue == uuid, "same UUID")
+        #expect(listed[bob.handle]?["state"] == "active")
+        let call = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(bob.did)",
+                                              "--account", uuid])
+        #expect(call.status == 0, "calls work again: \(call.stderr)")
     }
 }

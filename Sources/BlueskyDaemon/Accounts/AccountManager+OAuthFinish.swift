@@ -97,7 +97,7 @@ extension AccountManager {
         }
         try? store.saveDPoPNonces(oauth.storedNonces(did: did, account: record.id))
         await scheduler.schedule(record.id, at: await session.nextRefreshDate())
-        if registry.count == 1 || attempt.makeDefault { _ = try await setDefault(record.id.uuidString) }
+        if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(record.id.uuidString) }
         return record.id
     }
 }

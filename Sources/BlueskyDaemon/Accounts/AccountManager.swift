@@ -75,7 +75,6 @@ final class AccountManager: Sendable {
             throw .identityResolutionFailed(error.description)
         }
         let did = resolved.did.description
-        if let existing = registry.id(forDID: did) { throw .accountExists(existing) }
         let session: LegacySession
         do {
             session = try await environment.sessions.createSession(
@@ -89,14 +88,33 @@ final class AccountManager: Sendable {
         let now = environment.now()
         // The first account, or the first since the default one was removed, becomes the default.
         let isFirst = registry.defaultID == nil
-        let record = AccountRecord(
+        var record = AccountRecord(
             id: UUID(), did: did, handle: resolved.handle?.description ?? session.handle,
             handleVerified: resolved.handleVerified, pds: resolved.pds.absoluteString, authKind: .appPassword,
             state: .active, stateReason: nil, isDefault: false, createdAt: now, updatedAt: now,
             lastRefreshAt: now, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
             refreshStartedAt: nil)
+        let secrets = AccountSecrets(accessToken: session.accessJwt, refreshToken: session.refreshJwt)
+        if let existingID = registry.id(forDID: did), let existing = try? registry.session(existingID.uuidString) {
+            // A known account signs in again (after "needs login", say): same id, same default.
+            let old = await existing.record
+            record.id = old.id
+            record.createdAt = old.createdAt
+            record.isDefault = old.isDefault
+            do {
+                try store.replaceSession(record, secrets: secrets)
+            } catch {
+                throw .internalError("cannot save the account: \(error)")
+            }
+            await existing.adoptNewSession(record)
+            await scheduler.schedule(record.id, at: await existing.nextRefreshDate())
+            logger.info("account signed in again", metadata: ["account": "\(record.id.uuidString.lowercased())",
+                                                              "did": "\(did)", "was": "\(old.authKind.rawValue)"])
+            if makeDefault { return try await setDefault(record.id.uuidString) }
+            return record
+        }
         do {
-            try store.insert(record, secrets: AccountSecrets(accessToken: session.accessJwt, refreshToken: session.refreshJwt))
+            try store.insert(record, secrets: secrets)
         } catch StoreError.duplicateDID(let existing) {
             throw .accountExists(existing)
         } catch {

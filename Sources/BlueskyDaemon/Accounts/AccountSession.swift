@@ -86,13 +86,16 @@ actor AccountSession {
     /// A new login replaced the session in the store (same id): use its record and tokens now.
     func adoptNewSession(_ newRecord: AccountRecord) {
         let oldHandle = record.handle
+        let oldVerified = record.handleVerified
         record = newRecord
         cachedSecrets = nil
         cachedDPoPKey = nil
         warnedSessionEnd = false
         failedAttempts = 0
         retryAt = nil
-        if newRecord.handle != oldHandle { environment.registry.reindexHandle(of: id, to: newRecord.handle) }
+        if newRecord.handle != oldHandle || newRecord.handleVerified != oldVerified {
+            environment.registry.reindexHandle(of: id, to: newRecord.handleVerified ? newRecord.handle : nil)
+        }
     }
 
     /// An access token that is not about to expire, refreshing first when needed.
