@@ -127,7 +127,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC", "BlueskyHTTP"]),
-        .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit"]),
+        .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
         .target(name: "DPoP", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),

@@ -22,11 +22,13 @@ extension CtlFailure {
         CtlFailure(friendlyMessage(for: error, context: context), status: exitStatus(for: error))
     }
 
-    /// The exit status for an RPC error: 77 for PermissionDenied, 69 for ShuttingDown, else 1.
+    /// The exit status for an RPC error: 77 for PermissionDenied, 69 for ShuttingDown, 64 when
+    /// the daemon found the arguments bad (InvalidParams: a bad NSID, handle or input), else 1.
     public static func exitStatus(for error: RPCError) -> ExitStatus {
         switch error.name {
         case "PermissionDenied": .permissionDenied
         case "ShuttingDown": .daemonUnavailable
+        case "InvalidParams": .usage
         default: .requestFailed
         }
     }

@@ -1,3 +1,4 @@
+import JSONRPC
 import Testing
 @testable import BskyCtlKit
 
@@ -19,5 +20,11 @@ struct ConsoleTests {
         #expect(BskyCtlMain.movingLeadingConnectionOptions(["accounts", "--socket", "/s"]) == ["accounts", "--socket", "/s"])
         #expect(BskyCtlMain.movingLeadingConnectionOptions(["--socket"]) == ["--socket"])
         #expect(BskyCtlMain.movingLeadingConnectionOptions(["--socket", "/s", "--help"]) == ["--socket", "/s", "--help"])
+    }
+
+    @Test("exit statuses of daemon errors: bad arguments are a usage error")
+    func exitStatuses() {
+        #expect(CtlFailure.exitStatus(for: RPCError(code: -32602, name: "InvalidParams", message: "x")) == .usage)
+        #expect(CtlFailure.exitStatus(for: RPCError(code: -32001, name: "AccountNotFound", message: "x")) == .requestFailed)
     }
 }
