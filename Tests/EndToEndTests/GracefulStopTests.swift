@@ -58,7 +58,10 @@ struct GracefulStopTests {
 
     @Test("at log level trace no token, password or store key reaches the log: login, calls, refreshes, expiry, restart, logout")
     func noSecretsInTheLog() async throws {
-        let fixture = try await EndToEndFixture(accessTokenLifetime: .seconds(3), logLevel: "trace")
+        // Passwords no log line could hold by chance (the testbed's default is "password").
+        let fixture = try await EndToEndFixture(accessTokenLifetime: .seconds(3), logLevel: "trace", configure: {
+            $0.password = "main-secret-\(UUID().uuidString)"
+        })
         defer { Task { await fixture.tearDown() } }
         let (alice, bob) = (fixture.accounts[0], fixture.accounts[1])
         let wrong = try await fixture.bskyctl(["login", alice.handle, "--app-password"], stdin: "wrong-\(alice.appPassword)\n")

@@ -64,40 +64,13 @@ extension AccountManager {
             sessionStartedAt: now, clientKind: .loopback, clientID: attempt.clientID)
         let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
                                      dpopPrivateKey: authorization.dpopKey.rawRepresentation)
-        var record = AccountRecord(
+        let record = AccountRecord(
             id: UUID(), did: did, handle: resolved.handle?.description, handleVerified: resolved.handleVerified,
             pds: resolved.pds.absoluteString, authKind: .oauth, state: .active, createdAt: now, updatedAt: now,
             lastRefreshAt: now, accessExpiresAt: tokens.expiresAt, refreshExpiresAt: info.sessionEndsAt, oauth: info)
-        let session: AccountSession
-        if let existingID = registry.id(forDID: did), let existing = try? registry.session(existingID.uuidString) {
-            // A known account (an upgrade from an app password, or a new login): same id, same default.
-            let old = await existing.record
-            record.id = old.id
-            record.createdAt = old.createdAt
-            record.isDefault = old.isDefault
-            do {
-                try store.replaceSession(record, secrets: secrets)
-            } catch {
-                throw .internalError("cannot save the account: \(error)")
-            }
-            await existing.adoptNewSession(record)
-            session = existing
-            logger.info("account signed in again with OAuth", metadata: ["account": "\(record.id.uuidString.lowercased())",
-                                                                         "did": "\(did)", "was": "\(old.authKind.rawValue)"])
-        } else {
-            do {
-                try store.insert(record, secrets: secrets)
-            } catch {
-                throw .internalError("cannot save the account: \(error)")
-            }
-            session = AccountSession(record: record, environment: environment)
-            registry.insert(session, record: record)
-            logger.info("account added", metadata: ["account": "\(record.id.uuidString.lowercased())", "did": "\(did)",
-                                                    "auth": "oauth"])
-        }
-        try? store.saveDPoPNonces(oauth.storedNonces(did: did, account: record.id))
-        await scheduler.schedule(record.id, at: await session.nextRefreshDate())
-        if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(record.id.uuidString) }
-        return record.id
+        let (saved, _) = try await register(record, secrets: secrets)
+        try? store.saveDPoPNonces(oauth.storedNonces(did: did, account: saved.id))
+        if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
+        return saved.id
     }
 }

@@ -88,44 +88,16 @@ final class AccountManager: Sendable {
         let now = environment.now()
         // The first account, or the first since the default one was removed, becomes the default.
         let isFirst = registry.defaultID == nil
-        var record = AccountRecord(
+        let record = AccountRecord(
             id: UUID(), did: did, handle: resolved.handle?.description ?? session.handle,
             handleVerified: resolved.handleVerified, pds: resolved.pds.absoluteString, authKind: .appPassword,
             state: .active, stateReason: nil, isDefault: false, createdAt: now, updatedAt: now,
             lastRefreshAt: now, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
             refreshStartedAt: nil)
         let secrets = AccountSecrets(accessToken: session.accessJwt, refreshToken: session.refreshJwt)
-        if let existingID = registry.id(forDID: did), let existing = try? registry.session(existingID.uuidString) {
-            // A known account signs in again (after "needs login", say): same id, same default.
-            let old = await existing.record
-            record.id = old.id
-            record.createdAt = old.createdAt
-            record.isDefault = old.isDefault
-            do {
-                try store.replaceSession(record, secrets: secrets)
-            } catch {
-                throw .internalError("cannot save the account: \(error)")
-            }
-            await existing.adoptNewSession(record)
-            await scheduler.schedule(record.id, at: await existing.nextRefreshDate())
-            logger.info("account signed in again", metadata: ["account": "\(record.id.uuidString.lowercased())",
-                                                              "did": "\(did)", "was": "\(old.authKind.rawValue)"])
-            if makeDefault { return try await setDefault(record.id.uuidString) }
-            return record
-        }
-        do {
-            try store.insert(record, secrets: secrets)
-        } catch StoreError.duplicateDID(let existing) {
-            throw .accountExists(existing)
-        } catch {
-            throw .internalError("cannot save the account: \(error)")
-        }
-        let accountSession = AccountSession(record: record, environment: environment)
-        registry.insert(accountSession, record: record)
-        await scheduler.schedule(record.id, at: await accountSession.nextRefreshDate())
-        logger.info("account added", metadata: ["account": "\(record.id.uuidString.lowercased())", "did": "\(did)"])
-        if isFirst || makeDefault { return try await setDefault(record.id.uuidString) }
-        return record
+        let (saved, _) = try await register(record, secrets: secrets)
+        if isFirst || makeDefault { return try await setDefault(saved.id.uuidString) }
+        return saved
     }
 
     static func loginError(_ error: SessionError) -> DaemonError {
