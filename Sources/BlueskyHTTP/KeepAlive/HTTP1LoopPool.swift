@@ -54,22 +54,23 @@ final class HTTP1LoopPool: @unchecked Sendable {
     func execute(origin: HTTP1Origin, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
                  timeout: TimeAmount) -> EventLoopFuture<InboundResponse> {
         loop.preconditionInEventLoop()
-        return attempt(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout,
-                       mayRetry: true)
+        // One deadline for the whole request: waiting for a connection counts against it.
+        return attempt(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes,
+                       deadline: .now() + timeout, mayRetry: true)
     }
 
     private func attempt(origin: HTTP1Origin, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
-                         timeout: TimeAmount, mayRetry: Bool) -> EventLoopFuture<InboundResponse> {
-        acquire(origin, timeout: timeout).flatMap { connection, reused in
+                         deadline: NIODeadline, mayRetry: Bool) -> EventLoopFuture<InboundResponse> {
+        acquire(origin, deadline: deadline).flatMap { connection, reused in
             let promise = self.loop.makePromise(of: InboundResponse.self)
-            connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes, timeout: timeout,
-                                     promise: promise)
+            connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes,
+                                     timeout: max(deadline - .now(), .zero), promise: promise)
             return promise.futureResult.flatMapError { error in
                 guard reused, mayRetry, case HTTP1ExchangeFailure.closedBeforeResponse = error else {
                     return self.loop.makeFailedFuture(error)
                 }
                 return self.attempt(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes,
-                                    timeout: timeout, mayRetry: false)
+                                    deadline: deadline, mayRetry: false)
             }
         }
     }
@@ -90,13 +91,13 @@ final class HTTP1LoopPool: @unchecked Sendable {
     }
 
     /// An idle connection, a new one while under the limit, or a place in the queue.
-    private func acquire(_ origin: HTTP1Origin, timeout: TimeAmount) -> EventLoopFuture<(Connection, reused: Bool)> {
+    private func acquire(_ origin: HTTP1Origin, deadline: NIODeadline) -> EventLoopFuture<(Connection, reused: Bool)> {
         if let connection = takeIdle(origin) { return loop.makeSucceededFuture((connection, reused: true)) }
         if open[origin, default: 0] < limits.maxConnectionsPerOrigin {
             return openConnection(to: origin).map { ($0, reused: false) }
         }
         let waiter = Waiter(promise: loop.makePromise())
-        waiter.deadline = loop.scheduleTask(in: timeout) { [weak self, weak waiter] () -> Void in
+        waiter.deadline = loop.scheduleTask(deadline: deadline) { [weak self, weak waiter] () -> Void in
             guard let self, let waiter else { return }
             self.waiting[origin]?.removeAll { $0 === waiter }
             waiter.promise.fail(HTTP1ExchangeFailure.timedOut)
