@@ -59,19 +59,9 @@ public struct DPoPResourceClient: Sendable {
             } catch {
                 throw .transport(error)
             }
-            let receivedAt = now()
-            clockSkew.record(dateHeader: response.header("Date"), receivedAt: receivedAt)
-            let freshNonce = response.header("DPoP-Nonce")
-            nonces.update(account: account, origin: origin, nonce: freshNonce, receivedAt: receivedAt)
-            let challenged = DPoPChallenge.isNonceChallenge(status: response.status, wwwAuthenticate: response.header("WWW-Authenticate"),
-                                                            body: response.body)
-            // A proof refused because the server's clock stepped (its Date says so) is signed again
-            // once with the corrected iat; the server checks the proof before the grant or token.
-            if attempt == 1, !challenged,
-               DPoPChallenge.isProofRefused(status: response.status, wwwAuthenticate: response.header("WWW-Authenticate"),
-                                            body: response.body),
-               clockSkew.resynchronize(dateHeader: response.header("Date"), receivedAt: receivedAt, signedWith: skew) { continue }
-            guard challenged, attempt == 1, let freshNonce, freshNonce != sentNonce else { return response }
+            guard DPoPAnswer.shouldSignAgain(
+                response, attempt: attempt, sentNonce: sentNonce, skewUsed: skew, nonces: nonces, scope: account,
+                origin: origin, clockSkew: clockSkew, receivedAt: now()) else { return response }
         }
     }
 }
