@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// How far a server's clock is from ours, learnt from its `Date` headers.
 ///
@@ -10,7 +11,7 @@ public final class ClockSkewEstimator: Sendable {
     /// How many recent samples the median is taken over.
     public static let sampleLimit = 7
 
-    private let samples = Locked<[TimeInterval]>([])
+    private let samples = Mutex<[TimeInterval]>([])
 
     public init() {}
 

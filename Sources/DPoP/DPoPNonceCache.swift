@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The latest `DPoP-Nonce` of each server, per account.
 ///
@@ -28,7 +29,7 @@ public final class DPoPNonceCache: Sendable {
         var origin: String
     }
 
-    private let entries = Locked<[Key: Entry]>([:])
+    private let entries = Mutex<[Key: Entry]>([:])
 
     public init() {}
 

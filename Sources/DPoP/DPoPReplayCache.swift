@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The `jti` values seen recently, so each proof is accepted once.
 ///
@@ -15,7 +16,7 @@ public final class DPoPReplayCache: Sendable {
         var head = 0
     }
 
-    private let state = Locked(State())
+    private let state = Mutex(State())
 
     public init(capacity: Int = 100_000) {
         precondition(capacity > 0)
