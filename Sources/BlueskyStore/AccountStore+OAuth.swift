@@ -8,18 +8,8 @@ extension AccountStore {
     /// - Throws: `StoreError.unknownAccount`, or `duplicateDID` when another account has the DID.
     public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) throws {
         let sealed = try sealer.seal(secrets, account: record.id)
-        let columns = AccountRecord.databaseSelection
-            .compactMap { ($0 as? Column)?.name }
-            .filter { $0 != AccountColumn.id.name && $0 != AccountColumn.isDefault.name }
         try performWrite("replacing an account's session") { db in
-            do {
-                try record.update(db, columns: columns)
-            } catch is RecordError {
-                throw StoreError.unknownAccount(record.id)
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                if let conflict = try Self.conflict(db, for: record) { throw conflict }
-                throw error
-            }
+            try Self.updateMetadata(db, record)
             try db.execute(sql: "UPDATE account SET sealed_secrets = ? WHERE id = ?", arguments: [sealed, record.id])
             try db.execute(sql: "DELETE FROM dpop_nonce WHERE account_id = ?", arguments: [record.id])
         }

@@ -39,18 +39,22 @@ extension AccountStore {
     /// Saves the metadata of an account (everything but secrets and `isDefault`,
     /// which only `setDefault(id:)` changes).
     public func update(_ record: AccountRecord) throws {
+        try performWrite("updating an account") { db in try Self.updateMetadata(db, record) }
+    }
+
+    /// Writes every column but the id and `isDefault`, mapping a missing row and a taken DID or
+    /// handle to their `StoreError`s.
+    static func updateMetadata(_ db: Database, _ record: AccountRecord) throws {
         let columns = AccountRecord.databaseSelection
             .compactMap { ($0 as? Column)?.name }
             .filter { $0 != AccountColumn.id.name && $0 != AccountColumn.isDefault.name }
-        try performWrite("updating an account") { db in
-            do {
-                try record.update(db, columns: columns)
-            } catch is RecordError {
-                throw StoreError.unknownAccount(record.id)
-            } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
-                if let conflict = try Self.conflict(db, for: record) { throw conflict }
-                throw error
-            }
+        do {
+            try record.update(db, columns: columns)
+        } catch is RecordError {
+            throw StoreError.unknownAccount(record.id)
+        } catch let error as DatabaseError where error.resultCode == .SQLITE_CONSTRAINT {
+            if let conflict = try Self.conflict(db, for: record) { throw conflict }
+            throw error
         }
     }
 
