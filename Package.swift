@@ -134,7 +134,7 @@ let package = Package(
         .target(name: "ATOAuth", dependencies: [
             "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "DPoPTests", dependencies: ["DPoP", .product(name: "Crypto", package: "swift-crypto")],
+        .testTarget(name: "DPoPTests", dependencies: ["DPoP", "BlueskyTesting", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["verify_dpop_proof.py"]),
         .testTarget(name: "ATOAuthTests", dependencies: [
             "ATOAuth", "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),

@@ -1,3 +1,4 @@
+import BlueskyTesting
 import Crypto
 import DPoP
 import Foundation
@@ -90,38 +91,21 @@ struct DPoPProofTests {
         let token = "access-token-value"
         let resource = try signer.proof(for: .resource(method: "GET", url: "https://PDS.example.com/xrpc/app.bsky.actor.getProfile?actor=x",
                                                        accessToken: token), nonce: "nonce-1")
-        let accepted = try PythonVerifier.run([resource, "GET", "https://pds.example.com/xrpc/app.bsky.actor.getProfile",
+        let accepted = try ProofVerifier.run([resource, "GET", "https://pds.example.com/xrpc/app.bsky.actor.getProfile",
                                                "--access-token", token, "--nonce", "nonce-1"])
         #expect(accepted.status == 0, "joserfc refused: \(accepted.output)")
         #expect(accepted.output.trimmingCharacters(in: .whitespacesAndNewlines) == key.thumbprint)
 
         let authorization = try signer.proof(for: .authorizationServer(method: "POST", url: "https://auth.example.com/oauth/par"))
-        let noAth = try PythonVerifier.run([authorization, "POST", "https://auth.example.com/oauth/par", "--no-ath"])
+        let noAth = try ProofVerifier.run([authorization, "POST", "https://auth.example.com/oauth/par", "--no-ath"])
         #expect(noAth.status == 0, "joserfc refused: \(noAth.output)")
 
         // The same script refuses a proof whose signature does not match: it can fail.
         let parts = authorization.split(separator: ".")
         let forged = parts[0] + "." + parts[1] + "." + String(parts[2].reversed())
-        let refused = try PythonVerifier.run([String(forged), "POST", "https://auth.example.com/oauth/par"])
+        let refused = try ProofVerifier.run([String(forged), "POST", "https://auth.example.com/oauth/par"])
         #expect(refused.status != 0)
-        let wrongTarget = try PythonVerifier.run([authorization, "POST", "https://auth.example.com/oauth/token"])
+        let wrongTarget = try ProofVerifier.run([authorization, "POST", "https://auth.example.com/oauth/token"])
         #expect(wrongTarget.status != 0)
-    }
-}
-
-/// Runs `verify_dpop_proof.py` next to this file.
-enum PythonVerifier {
-    static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("verify_dpop_proof.py")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script.path] + arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
     }
 }

@@ -1,0 +1,21 @@
+import Foundation
+
+/// Tests/DPoPTests/verify_dpop_proof.py: a DPoP proof checked with Python's joserfc, so that
+/// the project's own Swift code is not the only judge of its proofs.
+public enum ProofVerifier {
+    /// Runs the script with `arguments` (proof, method, URL, options); status 0 means valid.
+    public static func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("DPoPTests/verify_dpop_proof.py")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script.path] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+}
