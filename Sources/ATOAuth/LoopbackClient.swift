@@ -21,8 +21,11 @@ public struct LoopbackClient: Sendable, Equatable {
         self.scope = scope
     }
 
+    /// The path of the redirect URI.
+    public static let callbackPath = "/callback"
+
     /// `http://127.0.0.1:<port>/callback`.
-    public var redirectURI: String { "http://127.0.0.1:\(port)/callback" }
+    public var redirectURI: String { "http://127.0.0.1:\(port)\(Self.callbackPath)" }
 
     /// `http://localhost?redirect_uri=…&scope=…`. Values are percent-encoded with `%20` for
     /// spaces (not `+`): the client_id is a URL, read by URL parsers as well as form parsers, and

@@ -56,11 +56,13 @@ public struct Daemon: Sendable {
         let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
         let scheduler = RefreshScheduler(maxConcurrent: configuration.maxConcurrentRefreshes, now: { Date() })
+        let oauthClient = try startup(OAuthClientIdentity.load(settings: configuration.oauthClient, store: store, now: Date(),
+                                                               logger: logger))
         let environment = SessionEnvironment(
             store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
-                                    now: { Date() }),
+                                    client: oauthClient, now: { Date() }),
             refreshAhead: configuration.refreshAhead,
             backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
             upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },

@@ -52,6 +52,7 @@ extension DaemonConfiguration {
         if let v = overrides.plcURL { configuration.plcURL = v }
         if let v = overrides.caFile { configuration.extraCAFile = v }
         if overrides.allowInsecureLoopback { configuration.allowInsecureLoopback = true }
+        try configuration.oauthClient.validate()
         return configuration
     }
 

@@ -17,6 +17,8 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case internalError(String)
     /// An OAuth login failed; the failure carries its own stable name.
     case oauthLogin(OAuthLoginFailure)
+    /// A request about the confidential client's keys while blueskyd is not one.
+    case notConfidentialClient
 
     public var description: String { rpcError.message }
 
@@ -58,6 +60,9 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
             .internalError(detail)
         case .oauthLogin(let failure):
             RPCError(code: -32010, name: failure.name, message: failure.message)
+        case .notConfidentialClient:
+            RPCError(code: -32011, name: "NotConfidentialClient",
+                     message: "blueskyd is not configured as a confidential OAuth client (oauth_client_auth = \"private_key_jwt\"), so it has no signing key")
         }
     }
 }

@@ -16,7 +16,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
          AccountColumn.refreshExpiresAt, AccountColumn.refreshStartedAt,
          AccountColumn.oauthIssuer, AccountColumn.oauthTokenEndpoint, AccountColumn.oauthRevocationEndpoint,
          AccountColumn.oauthScope, AccountColumn.oauthSessionStartedAt, AccountColumn.oauthClientKind,
-         AccountColumn.oauthClientID]
+         AccountColumn.oauthClientID, AccountColumn.oauthClientKeyID]
     }
 
     public init(row: Row) throws {
@@ -61,7 +61,8 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         }
         return OAuthSessionInfo(issuer: issuer, tokenEndpoint: tokenEndpoint,
                                 revocationEndpoint: row[AccountColumn.oauthRevocationEndpoint], scope: scope,
-                                sessionStartedAt: started, clientKind: clientKind, clientID: clientID)
+                                sessionStartedAt: started, clientKind: clientKind, clientID: clientID,
+                                clientKeyID: row[AccountColumn.oauthClientKeyID])
     }
 
     public func encode(to container: inout PersistenceContainer) throws {
@@ -87,6 +88,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         container[AccountColumn.oauthSessionStartedAt] = oauth?.sessionStartedAt.storedSeconds
         container[AccountColumn.oauthClientKind] = oauth?.clientKind.rawValue
         container[AccountColumn.oauthClientID] = oauth?.clientID
+        container[AccountColumn.oauthClientKeyID] = oauth?.clientKeyID
     }
 
     private static func date(_ seconds: Double?) -> Date? {
@@ -130,6 +132,7 @@ enum AccountColumn {
     static let oauthSessionStartedAt = Column("oauth_session_started_at")
     static let oauthClientKind = Column("oauth_client_kind")
     static let oauthClientID = Column("oauth_client_id")
+    static let oauthClientKeyID = Column("oauth_client_key_id")
     /// Not part of `AccountRecord`: listing accounts never touches secrets.
     static let sealedSecrets = Column("sealed_secrets")
 }

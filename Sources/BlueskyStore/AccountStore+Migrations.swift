@@ -61,6 +61,19 @@ extension AccountStore {
             }
         }
 
+        migrator.registerMigration("v3-oauth-client-keys") { db in
+            // Confidential clients: which signing key a session authenticates with.
+            try db.alter(table: AccountRecord.databaseTableName) { table in
+                table.add(column: "oauth_client_key_id", .text)
+            }
+            // The client's private_key_jwt signing keys, sealed like account secrets.
+            try db.create(table: "oauth_client_key") { table in
+                table.primaryKey("key_id", .text)
+                table.column("sealed_key", .blob).notNull()
+                table.column("created_at", .double).notNull()
+            }
+        }
+
         return migrator
     }
 }

@@ -10,8 +10,13 @@ public enum OAuthClientKind: String, Codable, Sendable, CaseIterable {
     /// A hosted client authenticating with `private_key_jwt`: sessions of up to 2 years.
     case confidential
 
-    /// Public clients' sessions end a fixed time after login, whatever the refreshes.
+    /// Public clients' sessions end 14 days after login, whatever the refreshes.
     public var isPublic: Bool { self != .confidential }
+
+    /// How long the reference server lets a session of this kind live after login.
+    public var sessionLifetime: TimeInterval {
+        isPublic ? OAuthSessionInfo.publicSessionLifetime : OAuthSessionInfo.confidentialSessionLifetime
+    }
 }
 
 /// The OAuth facts of an account (nil for app-password accounts): enough to refresh and revoke
@@ -29,9 +34,12 @@ public struct OAuthSessionInfo: Sendable, Equatable, Codable {
     public var clientKind: OAuthClientKind
     /// The exact `client_id` string every request of this session must repeat.
     public var clientID: String
+    /// The `kid` of the signing key a confidential session authenticates with: the server binds
+    /// the session to it, so refreshes must keep using it.
+    public var clientKeyID: String?
 
     public init(issuer: String, tokenEndpoint: String, revocationEndpoint: String?, scope: String,
-                sessionStartedAt: Date, clientKind: OAuthClientKind, clientID: String) {
+                sessionStartedAt: Date, clientKind: OAuthClientKind, clientID: String, clientKeyID: String? = nil) {
         self.issuer = issuer
         self.tokenEndpoint = tokenEndpoint
         self.revocationEndpoint = revocationEndpoint
@@ -39,14 +47,17 @@ public struct OAuthSessionInfo: Sendable, Equatable, Codable {
         self.sessionStartedAt = sessionStartedAt
         self.clientKind = clientKind
         self.clientID = clientID
+        self.clientKeyID = clientKeyID
     }
 
     /// How long public clients' sessions last on the reference server.
     public static let publicSessionLifetime: TimeInterval = 14 * 24 * 3600
+    /// The longest a confidential client's session lasts (if it is refreshed at least every 90 days).
+    public static let confidentialSessionLifetime: TimeInterval = 2 * 365 * 24 * 3600
 
-    /// When the session ends for good (public clients), or nil when refreshes extend it.
+    /// When the session ends for good, whatever the refreshes: only a new login goes further.
     public var sessionEndsAt: Date? {
-        clientKind.isPublic ? sessionStartedAt.addingTimeInterval(Self.publicSessionLifetime) : nil
+        sessionStartedAt.addingTimeInterval(clientKind.sessionLifetime)
     }
 }
 

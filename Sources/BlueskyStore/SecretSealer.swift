@@ -20,32 +20,36 @@ struct SecretSealer: Sendable {
         } catch {
             throw StoreError.secretEncoding(account: account, reason: "\(error)")
         }
-        do {
-            let box = try AES.GCM.seal(plaintext, using: key, authenticating: Self.additionalData(for: account))
-            guard let combined = box.combined else {
-                throw StoreError.secretEncoding(account: account, reason: "AES-GCM produced no combined form")
-            }
-            var blob = Data([Self.formatVersion])
-            blob.append(combined)
-            return blob
-        } catch let error as StoreError {
-            throw error
-        } catch {
-            throw StoreError.secretEncoding(account: account, reason: "\(error)")
+        guard let blob = seal(bytes: plaintext, additionalData: Self.additionalData(for: account)) else {
+            throw StoreError.secretEncoding(account: account, reason: "AES-GCM failed")
         }
+        return blob
     }
 
     func open(_ blob: Data, account: UUID) throws -> AccountSecrets {
-        guard blob.first == Self.formatVersion else {
+        guard let plaintext = open(bytes: blob, additionalData: Self.additionalData(for: account)),
+              let secrets = try? JSONDecoder().decode(AccountSecrets.self, from: plaintext) else {
             throw StoreError.secretDoesNotOpen(account: account)
         }
-        do {
-            let box = try AES.GCM.SealedBox(combined: blob.dropFirst())
-            let plaintext = try AES.GCM.open(box, using: key, authenticating: Self.additionalData(for: account))
-            return try JSONDecoder().decode(AccountSecrets.self, from: plaintext)
-        } catch {
-            throw StoreError.secretDoesNotOpen(account: account)
+        return secrets
+    }
+
+    /// The version byte, then AES-GCM's nonce, ciphertext and tag; nil if AES-GCM fails.
+    func seal(bytes plaintext: Data, additionalData: Data) -> Data? {
+        guard let combined = try? AES.GCM.seal(plaintext, using: key, authenticating: additionalData).combined else {
+            return nil
         }
+        var blob = Data([Self.formatVersion])
+        blob.append(combined)
+        return blob
+    }
+
+    /// The plaintext, or nil when the blob is not of this key and additional data.
+    func open(bytes blob: Data, additionalData: Data) -> Data? {
+        guard blob.first == Self.formatVersion, let box = try? AES.GCM.SealedBox(combined: blob.dropFirst()) else {
+            return nil
+        }
+        return try? AES.GCM.open(box, using: key, authenticating: additionalData)
     }
 
     static func additionalData(for account: UUID) -> Data {

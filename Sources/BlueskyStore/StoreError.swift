@@ -11,6 +11,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The sealed secrets of an account do not open: wrong key, tampering,
     /// or a blob copied in from another account's row.
     case secretDoesNotOpen(account: UUID)
+    /// A stored OAuth client signing key does not open (wrong store key, or tampering).
+    case clientKeyDoesNotOpen(keyID: String)
     /// The secrets could not be serialised or sealed.
     case secretEncoding(account: UUID, reason: String)
     /// A key file other users could read; the key must be 0600 (owner only).
@@ -38,6 +40,9 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             return "an account with id \(id.uuidString.lowercased()) is already registered"
         case .secretDoesNotOpen(let account):
             return "the stored secrets of account \(account.uuidString.lowercased()) do not open "
+                + "(wrong store key, or the database was tampered with)"
+        case .clientKeyDoesNotOpen(let keyID):
+            return "the stored OAuth client signing key \(keyID) does not open "
                 + "(wrong store key, or the database was tampered with)"
         case .secretEncoding(let account, let reason):
             return "could not seal the secrets of account \(account.uuidString.lowercased()): \(reason)"

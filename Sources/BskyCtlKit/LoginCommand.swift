@@ -23,7 +23,10 @@ struct LoginCommand: ParsableCommand {
             desktop is there ($DISPLAY or $WAYLAND_DISPLAY) and prints it otherwise, then waits \
             up to --timeout seconds. Ctrl-C cancels the login in blueskyd too. On a machine \
             reached over SSH, --no-browser prints the URL and reads the address the browser was \
-            finally sent to (http://127.0.0.1:…/callback?…), pasted on stdin.
+            finally sent to (http://127.0.0.1:…/callback?…), pasted on stdin. When blueskyd is \
+            configured as a hosted client whose redirect is a web page (oauth_redirect_uri = \
+            https://…), the browser cannot reach blueskyd: bskyctl opens the URL when it can and \
+            always reads the final address from stdin.
 
             The identifier may also be a PDS or entryway URL (https://…).
 

@@ -24,9 +24,15 @@ struct OAuthLogin {
         pending.set(loginID)
 
         let outcome: Result<JSONValue, RPCError>
-        if command.noBrowser {
-            Console.printNote("Open this URL in a browser and approve the login:\n\n  \(url)\n")
-            Console.printNote("Then paste the address the browser ends up at (http://127.0.0.1:…/callback?…):")
+        // A hosted client whose redirect is a web page: the browser cannot reach blueskyd, so the
+        // user pastes the address it ends at, as with --no-browser.
+        let pasteRedirect = command.noBrowser || started["redirectDelivery"]?.stringValue == "paste"
+        if pasteRedirect {
+            if command.noBrowser || !openInBrowser(url) {
+                Console.printNote("Open this URL in a browser and approve the login:\n\n  \(url)\n")
+            }
+            let redirect = started["redirectURI"]?.stringValue.map { Self.withoutQuery($0) } ?? "the redirect page"
+            Console.printNote("Then paste the address the browser ends up at (\(redirect)?…):")
             guard let pasted = readLine(strippingNewline: true), !pasted.trimmingCharacters(in: .whitespaces).isEmpty else {
                 cancel(loginID)
                 throw .usage("no redirect URL pasted; the login was cancelled")
@@ -64,6 +70,11 @@ struct OAuthLogin {
             if let loginID = pending.id { cancel(loginID) }
             exit(130)
         }
+    }
+
+    /// The redirect URI as the user will see it in the address bar, before the query.
+    static func withoutQuery(_ uri: String) -> String {
+        String(uri.prefix { $0 != "?" })
     }
 
     private func cancel(_ loginID: String) {

@@ -10,14 +10,17 @@ struct OAuthLoginAttemptTests {
         let url = URL(string: "https://auth.example.test/oauth/token")!
         let endpoints = AuthorizationServerEndpoints(issuer: "https://auth.example.test", authorization: url, token: url,
                                                      pushedAuthorizationRequest: url, revocation: nil)
-        return OAuthLoginAttempt(id: "l1", state: "s1", endpoints: endpoints, clientID: "http://localhost", scope: "atproto",
+        let client = OAuthClientIdentity.LoginClient(clientID: "http://localhost", redirectURI: "http://127.0.0.1:1/callback",
+                                                     scope: "atproto", authentication: .none(clientID: "http://localhost"),
+                                                     kind: .loopback, keyID: nil)
+        return OAuthLoginAttempt(id: "l1", state: "s1", endpoints: endpoints, client: client,
                                  expectedDID: nil, makeDefault: false, startedAt: Date(), listener: listener)
     }
 
     @Test("waiting times out with nil, even with a timeout shorter than the registration; the outcome reaches every waiter")
     func waitAndFinish() async throws {
         let attempt = try await Self.attempt()
-        defer { Task { await attempt.listener.close() } }
+        defer { Task { await attempt.listener?.close() } }
         for _ in 0..<50 { #expect(await attempt.wait(timeout: .nanoseconds(1)) == nil) }
         let id = UUID()
         async let first = attempt.wait(timeout: .seconds(30))

@@ -18,14 +18,22 @@ final class EndToEndFixture: @unchecked Sendable {
     /// `names`: accounts to create; the first resolves by DNS TXT, the others by HTTPS well-known.
     init(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil, logLevel: String = "debug",
          daemonArguments: [String] = [], configureTestbed: (inout TestbedConfiguration) -> Void = { _ in },
+         daemonConfigFile: ((Testbed) -> String)? = nil,
          configure: (inout AccountSpec) -> Void = { _ in }) async throws {
         try HermeticNetwork.require()
         self.logLevel = logLevel
-        self.daemonArguments = daemonArguments
         directory = try TemporaryDirectory("blueskyd-e2e")
         testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             if let accessTokenLifetime { config.accessTokenLifetime = accessTokenLifetime }
             configureTestbed(&config)
+        }
+        // A blueskyd.toml that may name the testbed's hosts (known only now).
+        if let daemonConfigFile {
+            let path = directory.file("blueskyd.toml")
+            try daemonConfigFile(testbed).write(toFile: path, atomically: true, encoding: .utf8)
+            self.daemonArguments = daemonArguments + ["--config", path]
+        } else {
+            self.daemonArguments = daemonArguments
         }
         var created: [TestAccount] = []
         for (index, name) in names.enumerated() {
@@ -37,7 +45,7 @@ final class EndToEndFixture: @unchecked Sendable {
         accounts = created
         dnsmasq = try await Dnsmasq.start(txtRecords: [(name: "_atproto.\(created[0].handle)", value: "did=\(created[0].did)")])
         daemon = try await DaemonProcess(directory: directory.path, testbed: testbed,
-                                         extraArguments: ["--nameserver", dnsmasq.nameserver] + daemonArguments, logLevel: logLevel)
+                                         extraArguments: ["--nameserver", dnsmasq.nameserver] + self.daemonArguments, logLevel: logLevel)
     }
 
     /// Stops everything; call at the end of each test.

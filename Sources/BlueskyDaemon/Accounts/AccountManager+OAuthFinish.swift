@@ -27,7 +27,7 @@ extension AccountManager {
         // Let the listener answer the browser before it closes.
         Task { [listener = attempt.listener] in
             try? await Task.sleep(for: .seconds(2))
-            await listener.close()
+            await listener?.close()
         }
         switch outcome {
         case .success(let id):
@@ -49,7 +49,7 @@ extension AccountManager {
         }
         let tokens: OAuthTokenSet
         do {
-            tokens = try await oauth.serverClient(attempt.endpoints, clientID: attempt.clientID)
+            tokens = try await oauth.serverClient(attempt.endpoints, authentication: attempt.client.authentication)
                 .exchangeCode(code, for: authorization, nonceScope: attempt.nonceScope)
         } catch {
             throw .oauthLogin(OAuthLoginFailure(exchange: error))
@@ -61,7 +61,8 @@ extension AccountManager {
         let info = OAuthSessionInfo(
             issuer: attempt.endpoints.issuer, tokenEndpoint: attempt.endpoints.token.absoluteString,
             revocationEndpoint: attempt.endpoints.revocation?.absoluteString, scope: tokens.scope,
-            sessionStartedAt: now, clientKind: .loopback, clientID: attempt.clientID)
+            sessionStartedAt: now, clientKind: attempt.client.kind, clientID: attempt.client.clientID,
+            clientKeyID: attempt.client.keyID)
         let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
                                      dpopPrivateKey: authorization.dpopKey.rawRepresentation)
         let record = AccountRecord(

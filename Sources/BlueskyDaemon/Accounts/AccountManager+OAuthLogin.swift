@@ -14,9 +14,9 @@ extension AccountManager {
         var loginID: String
         var authorizationURL: URL
         var redirectURI: String
+        /// False when the user must paste the final redirect address (`accounts.oauth.complete`).
+        var receivesRedirect: Bool
     }
-
-    static let defaultOAuthScope = "atproto transition:generic"
 
     /// Starts a login from a handle, a DID, or a PDS / entryway URL.
     /// - Parameter upgrading: an account to replace in place (same id, same default flag).
@@ -33,42 +33,34 @@ extension AccountManager {
         }
         expectedDID = expectedDID ?? discovery.did
         let loginID = UUID().uuidString.lowercased()
-        let listener: LoopbackCallbackListener
+        let listener = try await startCallbackListener()
+        let client: OAuthClientIdentity.LoginClient
         do {
-            listener = try await LoopbackCallbackListener.start { [weak self] query in
-                guard let self else { return .init(status: .serviceUnavailable, text: "blueskyd is stopping.\n") }
-                return await self.handleLoopbackCallback(query: query)
-            }
+            client = try oauth.client.loginClient(listenerPort: listener?.port, scope: scope)
         } catch {
-            throw .internalError("cannot listen for the login's redirect on 127.0.0.1: \(error)")
-        }
-        let client: LoopbackClient
-        do {
-            client = try LoopbackClient(port: listener.port, scope: scope ?? Self.defaultOAuthScope)
-        } catch {
-            await listener.close()
-            throw .invalidParams(error.description, field: "scope")
+            await listener?.close()
+            throw error
         }
         let key = DPoPKey.generate()
         let pkce = PKCE.generate()
         let state = SecureRandom.state()
         let request = AuthorizationRequest(clientID: client.clientID, redirectURI: client.redirectURI, scope: client.scope,
                                            state: state, pkce: pkce, loginHint: discovery.loginHint)
-        let attempt = OAuthLoginAttempt(id: loginID, state: state, endpoints: discovery.endpoints, clientID: client.clientID,
-                                        scope: client.scope, expectedDID: expectedDID, makeDefault: makeDefault,
+        let attempt = OAuthLoginAttempt(id: loginID, state: state, endpoints: discovery.endpoints, client: client,
+                                        expectedDID: expectedDID, makeDefault: makeDefault,
                                         startedAt: environment.now(), listener: listener)
         let pushed: PushedAuthorizationResponse
         do {
-            pushed = try await oauth.serverClient(discovery.endpoints, clientID: client.clientID)
+            pushed = try await oauth.serverClient(discovery.endpoints, authentication: client.authentication)
                 .pushAuthorization(request, dpopKey: key, nonceScope: attempt.nonceScope)
         } catch {
-            await listener.close()
+            await listener?.close()
             oauth.nonces.forget(account: attempt.nonceScope)
             throw error.isTransient ? .upstreamUnavailable(error.description) : .oauthLogin(.serverRefused(error.description))
         }
         guard let url = OAuthRequests.authorizationURL(endpoint: discovery.endpoints.authorization, clientID: client.clientID,
                                                        requestURI: pushed.requestURI) else {
-            await listener.close()
+            await listener?.close()
             throw .internalError("cannot build the authorization URL")
         }
         oauth.pending.insert(PendingAuthorization(state: state, issuer: discovery.endpoints.issuer, pkce: pkce,
@@ -77,8 +69,24 @@ extension AccountManager {
         oauth.logins.withLock { $0[loginID] = attempt }
         logger.info("oauth login started", metadata: [
             "login": "\(loginID)", "issuer": "\(discovery.endpoints.issuer)", "did": "\(expectedDID ?? "-")",
+            "client": "\(client.kind.rawValue)",
         ])
-        return OAuthLoginStart(loginID: loginID, authorizationURL: url, redirectURI: client.redirectURI)
+        return OAuthLoginStart(loginID: loginID, authorizationURL: url, redirectURI: client.redirectURI,
+                               receivesRedirect: listener != nil)
+    }
+
+    /// The loopback listener for the browser's redirect, or nil when the redirect goes to a web
+    /// page (the user pastes the final address).
+    private func startCallbackListener() async throws(DaemonError) -> LoopbackCallbackListener? {
+        guard let target = environment.oauth.client.callbackListenTarget else { return nil }
+        do {
+            return try await LoopbackCallbackListener.start(host: target.host, port: target.port, path: target.path) { [weak self] query in
+                guard let self else { return .init(status: .serviceUnavailable, text: "blueskyd is stopping.\n") }
+                return await self.handleLoopbackCallback(query: query)
+            }
+        } catch {
+            throw .internalError("cannot listen for the login's redirect on \(target.host):\(target.port.map(String.init) ?? "0"): \(error)")
+        }
     }
 
     /// The login with this id.
@@ -130,7 +138,7 @@ extension AccountManager {
             environment.oauth.nonces.forget(account: attempt.nonceScope)
             logger.info("oauth login cancelled", metadata: ["login": "\(loginID)"])
         }
-        await attempt.listener.close()
+        await attempt.listener?.close()
     }
 
     /// The browser's redirect to the loopback listener.
@@ -178,7 +186,7 @@ extension AccountManager {
         environment.oauth.pending.removeExpired(now: now)
         for attempt in stale {
             if attempt.claim() { attempt.finish(.failure(.expired)) }
-            Task { await attempt.listener.close() }
+            Task { await attempt.listener?.close() }
         }
     }
 }

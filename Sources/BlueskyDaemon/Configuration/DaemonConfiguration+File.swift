@@ -9,7 +9,8 @@ extension DaemonConfiguration {
         "state_directory", "socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "upstream_timeout_seconds", "log_level",
-        "log_target",
+        "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
+        "oauth_client_name", "oauth_client_uri",
     ]
 
     /// Applies a TOML configuration file over the current values. Unknown keys and values of
@@ -49,6 +50,18 @@ extension DaemonConfiguration {
         if let v = try reader.int("upstream_timeout_seconds", min: 1) { upstreamTimeout = .seconds(v) }
         if let v = try reader.string("log_level") { logLevel = try Self.parseLogLevel(v, key: "log_level", file: file, line: reader.line(of: "log_level")) }
         if let v = try reader.string("log_target") { logTarget = try Self.parseLogTarget(v, key: "log_target", file: file, line: reader.line(of: "log_target")) }
+        // An empty string means "not set", so a commented default can be filled in partially.
+        if let v = try reader.string("oauth_client_id") { oauthClient.clientID = v.isEmpty ? nil : v }
+        if let v = try reader.string("oauth_redirect_uri") { oauthClient.redirectURI = v.isEmpty ? nil : v }
+        if let v = try reader.string("oauth_client_auth") {
+            guard let method = OAuthClientSettings.Authentication(rawValue: v) else {
+                throw .badValue("oauth_client_auth", "\"none\" or \"private_key_jwt\"", file: file, line: reader.line(of: "oauth_client_auth"))
+            }
+            oauthClient.authentication = method
+        }
+        if let v = try reader.string("oauth_scope") { oauthClient.scope = v }
+        if let v = try reader.string("oauth_client_name") { oauthClient.clientName = v.isEmpty ? nil : v }
+        if let v = try reader.string("oauth_client_uri") { oauthClient.clientURI = v.isEmpty ? nil : v }
     }
 
     /// Applies `BLUESKYD_*` environment variables.

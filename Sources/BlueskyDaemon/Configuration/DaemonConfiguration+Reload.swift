@@ -51,6 +51,12 @@ extension DaemonConfiguration {
         case "upstream_timeout_seconds": a.upstreamTimeout == b.upstreamTimeout
         case "log_level": a.logLevel == b.logLevel
         case "log_target": a.logTarget == b.logTarget
+        case "oauth_client_id": a.oauthClient.clientID == b.oauthClient.clientID
+        case "oauth_redirect_uri": a.oauthClient.redirectURI == b.oauthClient.redirectURI
+        case "oauth_client_auth": a.oauthClient.authentication == b.oauthClient.authentication
+        case "oauth_scope": a.oauthClient.scope == b.oauthClient.scope
+        case "oauth_client_name": a.oauthClient.clientName == b.oauthClient.clientName
+        case "oauth_client_uri": a.oauthClient.clientURI == b.oauthClient.clientURI
         default: preconditionFailure("fileKeys and reloadPlan disagree about '\(key)'")
         }
     }

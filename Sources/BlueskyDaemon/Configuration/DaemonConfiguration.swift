@@ -35,6 +35,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var logLevel: Logger.Level
     /// Where logs go: the journal, the console, or `auto` (the journal when stderr is it).
     public var logTarget: LogTarget
+    /// The OAuth client blueskyd presents (loopback by default; hosted or confidential when set).
+    public var oauthClient: OAuthClientSettings
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         stateDirectory = Self.defaultStateDirectory(environment: environment)
@@ -53,6 +55,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         upstreamTimeout = .seconds(30)
         logLevel = .info
         logTarget = .auto
+        oauthClient = OAuthClientSettings()
     }
 
     static func defaultStateDirectory(environment: [String: String]) -> String {

@@ -14,7 +14,8 @@ extension DaemonMethods {
                 identifier: try params.requiredString("identifier"), scope: try params.optionalString("scope"),
                 makeDefault: try params.bool("makeDefault", default: false), upgrading: try params.optionalString("account"))
             return ["loginID": .string(start.loginID), "authorizationURL": .string(start.authorizationURL.absoluteString),
-                    "redirectURI": .string(start.redirectURI)]
+                    "redirectURI": .string(start.redirectURI),
+                    "redirectDelivery": .string(start.receivesRedirect ? "loopback" : "paste")]
         case "accounts.oauth.wait":
             try params.allowOnly(["loginID", "timeoutSeconds"])
             let seconds = try params.value("timeoutSeconds").map { value throws(DaemonError) -> Double in

@@ -58,6 +58,8 @@ struct DaemonMethods: RPCMethodHandler {
             return try await accountReply(record.id)
         case let method where method.hasPrefix("accounts.oauth."):
             return try await oauth(method, params)
+        case "oauth.clientMetadata", "oauth.rotateClientKey":
+            return try await client(request.method, params)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
             return try await proxied(try XRPCCall(params: params))

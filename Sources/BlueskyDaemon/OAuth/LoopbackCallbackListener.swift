@@ -4,8 +4,8 @@ import NIOPosix
 
 /// The tiny HTTP/1.1 server on 127.0.0.1 that receives one login's redirect from the browser.
 ///
-/// It binds an ephemeral port (the loopback client's redirect URI names it), hands the query of
-/// `GET /callback` to `onCallback`, and answers the browser with a plain page saying whether the
+/// It binds an ephemeral port (the loopback client's redirect URI names it) or the configured
+/// one, hands the query of `GET <path>` to `onCallback`, and answers the browser with a plain page saying whether the
 /// login worked. Anything else gets 404. It is closed when the login ends.
 final class LoopbackCallbackListener: Sendable {
     /// What the browser is told, once the daemon has handled the callback.
@@ -22,18 +22,19 @@ final class LoopbackCallbackListener: Sendable {
         self.port = port
     }
 
-    /// Binds `127.0.0.1:0`.
-    static func start(onCallback: @escaping @Sendable (String) async -> Page) async throws -> LoopbackCallbackListener {
+    /// Binds `host:port` (port nil: any free one) and answers `GET path`.
+    static func start(host: String = "127.0.0.1", port: Int? = nil, path: String = "/callback",
+                      onCallback: @escaping @Sendable (String) async -> Page) async throws -> LoopbackCallbackListener {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(CallbackHandler(onCallback: onCallback))
+                    try pipeline.addHandler(CallbackHandler(path: path, onCallback: onCallback))
                 }
             }
-            .bind(host: "127.0.0.1", port: 0)
+            .bind(host: host, port: port ?? 0)
             .get()
         guard let port = channel.localAddress?.port else {
             try? await channel.close()
@@ -52,10 +53,12 @@ private final class CallbackHandler: ChannelInboundHandler, RemovableChannelHand
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
+    let path: String
     let onCallback: @Sendable (String) async -> LoopbackCallbackListener.Page
     private var head: HTTPRequestHead?
 
-    init(onCallback: @escaping @Sendable (String) async -> LoopbackCallbackListener.Page) {
+    init(path: String, onCallback: @escaping @Sendable (String) async -> LoopbackCallbackListener.Page) {
+        self.path = path
         self.onCallback = onCallback
     }
 
@@ -67,7 +70,7 @@ private final class CallbackHandler: ChannelInboundHandler, RemovableChannelHand
             guard let head else { return }
             self.head = nil
             let (path, query) = Self.split(head.uri)
-            guard head.method == .GET, path == "/callback" else {
+            guard head.method == .GET, path == self.path else {
                 write(context: context, page: .init(status: .notFound, text: "Not found.\n"), keepAlive: head.isKeepAlive)
                 return
             }

@@ -20,12 +20,15 @@ final class OAuthEnvironment: Sendable {
     /// Logins waiting for their callback, by state (single use, iss checked).
     let pending: PendingAuthorizations
     let logins = Mutex<[String: OAuthLoginAttempt]>([:])
+    /// The client blueskyd presents (loopback, hosted, or confidential with its keys).
+    let client: OAuthClientIdentity
     let now: @Sendable () -> Date
 
-    init(http: any HTTPFetching, policy: OAuthURLPolicy, loginLifetime: TimeInterval = 30 * 60,
-         now: @escaping @Sendable () -> Date) {
+    init(http: any HTTPFetching, policy: OAuthURLPolicy, client: OAuthClientIdentity = .init(settings: .init(), keys: []),
+         loginLifetime: TimeInterval = 30 * 60, now: @escaping @Sendable () -> Date) {
         self.http = http
         self.policy = policy
+        self.client = client
         self.pending = PendingAuthorizations(lifetime: loginLifetime)
         self.now = now
     }
@@ -40,11 +43,11 @@ final class OAuthEnvironment: Sendable {
         let endpoints = AuthorizationServerEndpoints(
             issuer: info.issuer, authorization: token, token: token, pushedAuthorizationRequest: token,
             revocation: info.revocationEndpoint.flatMap(URL.init(string:)))
-        return serverClient(endpoints, clientID: info.clientID)
+        return serverClient(endpoints, authentication: try client.authentication(for: info))
     }
 
-    func serverClient(_ endpoints: AuthorizationServerEndpoints, clientID: String) -> OAuthServerClient {
-        OAuthServerClient(endpoints: endpoints, client: .none(clientID: clientID), http: http, nonces: nonces,
+    func serverClient(_ endpoints: AuthorizationServerEndpoints, authentication: ClientAuthentication) -> OAuthServerClient {
+        OAuthServerClient(endpoints: endpoints, client: authentication, http: http, nonces: nonces,
                           clockSkew: clockSkew, now: now)
     }
 

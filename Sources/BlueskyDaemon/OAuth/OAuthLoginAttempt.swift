@@ -7,15 +7,16 @@ final class OAuthLoginAttempt: Sendable {
     let id: String
     let state: String
     let endpoints: AuthorizationServerEndpoints
-    let clientID: String
-    let scope: String
+    /// The client this login presents; its session keeps it.
+    let client: OAuthClientIdentity.LoginClient
     /// The DID the login named (handle or DID, or the account being upgraded); nil from a URL.
     let expectedDID: String?
     let makeDefault: Bool
     /// The nonce cache's key until the DID is known.
     var nonceScope: String { "login:" + id }
     let startedAt: Date
-    let listener: LoopbackCallbackListener
+    /// Nil when the redirect goes to a web page and the user pastes the final address.
+    let listener: LoopbackCallbackListener?
 
     private struct State {
         var outcome: Result<UUID, OAuthLoginFailure>?
@@ -26,13 +27,12 @@ final class OAuthLoginAttempt: Sendable {
     }
     private let status = Mutex(State())
 
-    init(id: String, state: String, endpoints: AuthorizationServerEndpoints, clientID: String, scope: String,
-         expectedDID: String?, makeDefault: Bool, startedAt: Date, listener: LoopbackCallbackListener) {
+    init(id: String, state: String, endpoints: AuthorizationServerEndpoints, client: OAuthClientIdentity.LoginClient,
+         expectedDID: String?, makeDefault: Bool, startedAt: Date, listener: LoopbackCallbackListener?) {
         self.id = id
         self.state = state
         self.endpoints = endpoints
-        self.clientID = clientID
-        self.scope = scope
+        self.client = client
         self.expectedDID = expectedDID
         self.makeDefault = makeDefault
         self.startedAt = startedAt

@@ -1,0 +1,59 @@
+import ATOAuth
+import BlueskyStore
+import Crypto
+import DPoP
+import Foundation
+import Logging
+
+/// The confidential client's signing keys: created by blueskyd, sealed in the store, rotated on
+/// request. Their private parts never leave the daemon; only the JWKS is shown.
+extension OAuthClientIdentity {
+    /// The identity for `settings`, with every stored key. A confidential client without a key
+    /// gets its first one now, so its JWKS can be published before the first login.
+    static func load(settings: OAuthClientSettings, store: AccountStore, now: Date, logger: Logger) throws -> OAuthClientIdentity {
+        var keys = try store.clientKeys().map { stored in
+            do {
+                return try ClientSigningKey(keyID: stored.keyID, rawRepresentation: stored.privateKey)
+            } catch {
+                throw StoreError.clientKeyDoesNotOpen(keyID: stored.keyID)
+            }
+        }
+        if settings.authentication == .privateKeyJWT && keys.isEmpty {
+            let key = try createKey(store: store, now: now)
+            logger.notice("created the OAuth client's signing key; publish the client metadata again (bskyctl client-metadata)",
+                          metadata: ["kid": "\(key.keyID)"])
+            keys.append(key)
+        }
+        return OAuthClientIdentity(settings: settings, keys: keys)
+    }
+
+    /// A new ES256 key, stored before it is used. Its `kid` is derived from its thumbprint, so
+    /// two keys never share one.
+    static func createKey(store: AccountStore, now: Date) throws -> ClientSigningKey {
+        let privateKey = P256.Signing.PrivateKey()
+        let thumbprint = PublicJWK(publicKey: privateKey.publicKey).thumbprint
+        let key = ClientSigningKey(keyID: "blueskyd-" + thumbprint.prefix(16), privateKey: privateKey)
+        try store.addClientKey(StoredClientKey(keyID: key.keyID, privateKey: privateKey.rawRepresentation, createdAt: now))
+        return key
+    }
+
+    /// Adds a new key that signs new logins from now on, then drops the older keys no session
+    /// uses any more. Returns the new key's id and the ids dropped.
+    func rotateKey(store: AccountStore, now: Date) throws(DaemonError) -> (added: String, removed: [String]) {
+        guard settings.authentication == .privateKeyJWT else { throw .notConfidentialClient }
+        do {
+            let key = try Self.createKey(store: store, now: now)
+            addKey(key)
+            var removed: [String] = []
+            for old in signingKeys where old.keyID != key.keyID {
+                if try store.removeClientKey(old.keyID) {
+                    removeKey(old.keyID)
+                    removed.append(old.keyID)
+                }
+            }
+            return (key.keyID, removed)
+        } catch {
+            throw .internalError("cannot rotate the client key: \(error)")
+        }
+    }
+}
