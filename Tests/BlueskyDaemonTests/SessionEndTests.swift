@@ -11,13 +11,15 @@ struct SessionEndTests {
             scope: "atproto", sessionStartedAt: now.addingTimeInterval(-days * 86_400), clientKind: kind, clientID: "http://localhost"))
     }
 
-    @Test("a loopback session warns from 12 days on (2 left); confidential and app-password sessions never do")
+    @Test("a loopback session warns from 12 days on (2 left), a confidential one 2 days before 2 years; app-password sessions never do")
     func endsSoon() {
         let now = Date()
         #expect(!Self.record(startedDaysAgo: 11.9, kind: .loopback, now: now).sessionEndsSoon(now: now))
         #expect(Self.record(startedDaysAgo: 12.1, kind: .loopback, now: now).sessionEndsSoon(now: now))
         #expect(Self.record(startedDaysAgo: 20, kind: .hostedPublic, now: now).sessionEndsSoon(now: now))
         #expect(!Self.record(startedDaysAgo: 700, kind: .confidential, now: now).sessionEndsSoon(now: now))
+        #expect(Self.record(startedDaysAgo: 728.5, kind: .confidential, now: now).sessionEndsSoon(now: now),
+                "a confidential session warns before its 2-year end")
         #expect(!AccountRecord(did: "did:plc:abc", pds: "https://p", authKind: .appPassword).sessionEndsSoon(now: now))
     }
 

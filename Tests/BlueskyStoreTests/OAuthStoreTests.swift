@@ -36,10 +36,11 @@ struct OAuthStoreTests {
         #expect(file.range(of: secrets.dpopPrivateKey!) == nil)
     }
 
-    @Test("confidential sessions have no fixed end; app-password accounts have no OAuth facts")
+    @Test("public sessions end after 14 days, confidential ones after 2 years; app-password accounts have no OAuth facts")
     func sessionEnds() throws {
-        #expect(Self.oauthInfo(started: Date(), kind: .confidential).sessionEndsAt == nil)
-        #expect(Self.oauthInfo(started: Date(), kind: .hostedPublic).sessionEndsAt != nil)
+        let start = Date()
+        #expect(Self.oauthInfo(started: start, kind: .confidential).sessionEndsAt == start.addingTimeInterval(730 * 86_400))
+        #expect(Self.oauthInfo(started: start, kind: .hostedPublic).sessionEndsAt == start.addingTimeInterval(14 * 86_400))
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
@@ -106,5 +107,43 @@ struct OAuthStoreTests {
                                              receivedAt: t0.addingTimeInterval(60))))
         try store.delete(id: a.id)
         #expect(try store.allDPoPNonces().map(\.nonce) == ["k1"])
+    }
+
+    @Test("client signing keys: sealed at rest, back after a reopen, bound to their kid, removable only when unused")
+    func clientKeys() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let key = SymmetricKey(size: .bits256)
+        let first = StoredClientKey(keyID: "blueskyd-one", privateKey: Data((0..<32).map { UInt8($0 + 100) }),
+                                    createdAt: Date(timeIntervalSinceReferenceDate: 800_000_000))
+        let second = StoredClientKey(keyID: "blueskyd-two", privateKey: Data(repeating: 9, count: 32),
+                                     createdAt: Date(timeIntervalSinceReferenceDate: 800_000_100))
+        var record = Fixtures.record()
+        record.authKind = .oauth
+        var info = Self.oauthInfo(started: Date(), kind: .confidential)
+        info.clientKeyID = first.keyID
+        record.oauth = info
+        do {
+            let store = try Fixtures.openStore(in: directory.url, key: key)
+            try store.addClientKey(second)
+            try store.addClientKey(first)
+            #expect(throws: StoreError.self) { try store.addClientKey(first) }
+            try store.insert(record, secrets: Fixtures.secrets())
+            try store.close()
+        }
+        let store = try Fixtures.openStore(in: directory.url, key: key)
+        #expect(try store.clientKeys() == [first, second], "oldest first")
+        #expect(try store.account(id: record.id)?.oauth?.clientKeyID == first.keyID)
+        #expect(try store.clientKeyIDsInUse() == [first.keyID])
+        #expect(try store.removeClientKey(first.keyID) == false, "a session is bound to it")
+        #expect(try store.removeClientKey(second.keyID) == true)
+        #expect(try store.clientKeys() == [first])
+        try store.close()
+        let file = try Data(contentsOf: directory.appending(AccountStore.databaseFileName))
+        #expect(file.range(of: first.privateKey) == nil, "never in clear")
+
+        // Another store key cannot open it, and says which key is unreadable.
+        let other = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        #expect(throws: StoreError.clientKeyDoesNotOpen(keyID: first.keyID)) { try other.clientKeys() }
     }
 }
