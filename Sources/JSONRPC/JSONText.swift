@@ -25,6 +25,18 @@ public struct JSONText: Sendable, Hashable {
         self.bytes = oneLine
     }
 
+    /// Text the parser has already checked (one number literal, on one line).
+    init(checked bytes: [UInt8]) {
+        self.bytes = bytes
+    }
+
+    /// The integer this text holds when it is an integer literal (any size), as its digits.
+    public var integerLiteral: String? {
+        guard let first = bytes.first, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first),
+              bytes.dropFirst().allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// The value this text holds.
     public var value: JSONValue {
         // Checked at init, so it parses; a text too large for a Double still reads as one.

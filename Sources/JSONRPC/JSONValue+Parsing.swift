@@ -56,7 +56,7 @@ struct JSONParser {
         case UInt8(ascii: "t"): try expectLiteral("true"); return .bool(true)
         case UInt8(ascii: "f"): try expectLiteral("false"); return .bool(false)
         case UInt8(ascii: "n"): try expectLiteral("null"); return .null
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try parseNumber())
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try parseNumberValue()
         default: throw error("unexpected character")
         }
     }
@@ -116,6 +116,18 @@ struct JSONParser {
             default: throw error("expected ',' or ']'")
             }
         }
+    }
+
+    /// A number, or, for an integer a Double cannot hold exactly (beyond ±2^53: ids, record
+    /// counters), its literal text kept verbatim so it is written back unchanged.
+    mutating func parseNumberValue() throws(JSONParseError) -> JSONValue {
+        let start = position
+        let value = try parseNumber()
+        let literal = bytes[start..<position]
+        guard literal.count > 15, !literal.contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }),
+              abs(value) >= 9_007_199_254_740_992 || String(Int64(value)) != String(decoding: UnsafeBufferPointer(rebasing: literal), as: UTF8.self)
+        else { return .number(value) }
+        return .verbatim(JSONText(checked: Array(literal)))
     }
 
     mutating func parseNumber() throws(JSONParseError) -> Double {

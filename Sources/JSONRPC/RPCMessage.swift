@@ -2,12 +2,15 @@
 public enum RPCID: Sendable, Hashable {
     case string(String)
     case number(Double)
+    /// An integer beyond what a Double holds exactly, kept as its digits so the reply echoes it.
+    case largeInteger(String)
     case null
 
     public var json: JSONValue {
         switch self {
         case .string(let s): .string(s)
         case .number(let n): .number(n)
+        case .largeInteger(let digits): .verbatim(JSONText(checked: Array(digits.utf8)))
         case .null: .null
         }
     }
@@ -16,6 +19,9 @@ public enum RPCID: Sendable, Hashable {
         switch json {
         case .string(let s): self = .string(s)
         case .number(let n): self = .number(n)
+        case .verbatim(let text):
+            guard let digits = text.integerLiteral else { return nil }
+            self = .largeInteger(digits)
         case .null: self = .null
         default: return nil
         }

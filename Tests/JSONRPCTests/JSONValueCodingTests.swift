@@ -43,4 +43,23 @@ struct JSONValueCodingTests {
         let fine = Array(repeating: UInt8(ascii: "["), count: 500) + Array(repeating: UInt8(ascii: "]"), count: 500)
         #expect((try? JSONValue.parse(fine)) != nil)
     }
+
+    @Test("integers a Double cannot hold are kept as written; others parse as numbers")
+    func largeIntegers() throws {
+        let text = #"{"big":123456789012345678901234567890,"edge":9007199254740993,"small":9007199254740991,"neg":-12345678901234567890,"frac":1.5e300}"#
+        let value = try JSONValue.parse(Array(text.utf8))
+        #expect(value["small"] == .number(9_007_199_254_740_991))
+        #expect(value["frac"]?.doubleValue == 1.5e300)
+        guard case .verbatim(let big) = value["big"] else {
+            Issue.record("a 30-digit integer stays verbatim")
+            return
+        }
+        #expect(big.integerLiteral == "123456789012345678901234567890")
+        let written = String(decoding: value.encoded(), as: UTF8.self)
+        for literal in ["123456789012345678901234567890", "9007199254740993", "-12345678901234567890"] {
+            #expect(written.contains(literal), "\(written)")
+        }
+        #expect(RPCID(json: value["edge"]!) == .largeInteger("9007199254740993"))
+        #expect(RPCID(json: value["small"]!) == .number(9_007_199_254_740_991))
+    }
 }

@@ -35,6 +35,19 @@ struct RPCServerProtocolTests {
         }
     }
 
+    @Test("integer ids beyond 2^53 come back digit for digit; ordinary ids and params are unchanged")
+    func largeIntegerIDs() async throws {
+        try await withServer { server in
+            let client = try await server.connect()
+            for id in ["9007199254740993", "12345678901234567890", "-98765432109876543210", "1234567890123456"] {
+                try await client.send(#"{"jsonrpc":"2.0","method":"echo","params":{"n":1},"id":"# + id + "}")
+                let line = try #require(try await client.readRawLine(), "no reply to id \(id)")
+                #expect(line.contains(#""id":"# + id + ","), "\(line)")
+            }
+            #expect(try await client.call("echo", ["n": 2.5]) == .success(["n": 2.5]))
+        }
+    }
+
     @Test("the spec's mixed batch: replies for requests and invalid elements, none for notifications")
     func mixedBatch() async throws {
         try await withServer { server in

@@ -69,6 +69,7 @@ struct XRPCCall: Sendable {
         case .string(let s): s
         case .bool(let b): b ? "true" : "false"
         case .number: value.intValue.map(String.init) ?? value.doubleValue.map { String($0) }
+        case .verbatim(let text): text.integerLiteral
         default: nil
         }
     }

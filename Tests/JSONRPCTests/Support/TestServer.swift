@@ -61,6 +61,13 @@ final class TestClient: @unchecked Sendable {
         }
     }
 
+    /// The next reply line as text; nil at end of stream.
+    func readRawLine() async throws -> String? {
+        try await onThread {
+            try self.connection.readLineBytes().map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
     func call(_ method: String, _ params: JSONValue? = nil) async throws -> Result<JSONValue, RPCError> {
         try await onThread { try self.connection.call(method: method, params: params) }
     }
