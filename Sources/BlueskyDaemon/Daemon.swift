@@ -77,7 +77,9 @@ public struct Daemon: Sendable {
         let stopping = Atomic(false)
         let listener = try startup(try socketListener())
         let methods = DaemonMethods(
-            accounts: accounts, proxy: XRPCProxy(registry: accounts.registry, environment: environment),
+            accounts: accounts,
+            proxy: XRPCProxy(registry: accounts.registry, environment: environment,
+                             pdsMoved: { session in await accounts.recheckIdentity(of: session) == .updated(pdsMoved: true) }),
             info: DaemonInfo(socketPath: listener.path, stateDirectory: stateDirectory.url.path,
                              startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)

@@ -32,6 +32,29 @@ struct HandleChangeTests {
         }
     }
 
+    @Test("an OAuth account (whose refreshes report no handle) follows its new handle from its DID document on refresh")
+    func oauthAccountFollowsTheNewHandle() async throws {
+        let fixture = try await EndToEndFixture(names: ["erin"], configure: { $0.publishWellKnown = true })
+        defer { Task { await fixture.tearDown() } }
+        let browser = try OAuthBrowser(testbed: fixture.testbed)
+        defer { Task { await browser.shutdown() } }
+        let account = fixture.accounts[0]
+        _ = try await fixture.oauthLogin(account.handle, browser: browser)
+        let newHandle = "erin-oauth.\(account.handle.split(separator: ".", maxSplits: 1)[1])"
+        fixture.testbed.setHandle(did: account.did, handle: newHandle)
+
+        let refresh = try await fixture.bskyctl(["refresh", account.handle])
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        let listed = try await fixture.listedAccounts()
+        #expect(listed[newHandle]?["did"]?.stringValue == account.did, "listed under the new handle: \(listed.keys)")
+        #expect(listed[newHandle]?["handleVerified"] == true)
+        let call = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(account.did)",
+                                              "--account", newHandle])
+        #expect(call.status == 0, "the new handle names the account: \(call.stderr)")
+        let old = try await fixture.bskyctl(["refresh", account.handle])
+        #expect(old.status == 1 && old.stderr.contains(account.handle), "the old handle is gone: \(old.stderr)")
+    }
+
     @Test("a DID document that claims another account's handle never captures calls made by that handle")
     func unverifiedClaimIsNotAName() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])

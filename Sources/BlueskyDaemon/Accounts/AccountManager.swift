@@ -56,6 +56,7 @@ final class AccountManager: Sendable {
         do {
             try await session.refresh()
             await confirmHandle(of: session)
+            await recheckIdentityIfDue(of: session)
         } catch {
             // Already recorded and logged by the session; the next date reflects the outcome.
         }
@@ -149,6 +150,8 @@ final class AccountManager: Sendable {
         let session = try registry.session(reference)
         try await session.refresh()
         await confirmHandle(of: session)
+        // Asked for by a person: look at the DID document now (a new handle or PDS).
+        await recheckIdentity(of: session)
         await scheduler.schedule(session.id, at: await session.nextRefreshDate())
         return await session.record
     }

@@ -25,6 +25,8 @@ actor AccountSession {
     /// The 48-hour warning before a public OAuth session ends was logged (once per run).
     var warnedSessionEnd = false
     var refreshInFlight: Task<AccountSecrets, any Error>?
+    /// When the DID document was last looked at again (handle and PDS changes).
+    var identityCheckedAt: Date?
     /// Consecutive transient failures, for the backoff.
     var failedAttempts = 0
     var retryAt: Date?

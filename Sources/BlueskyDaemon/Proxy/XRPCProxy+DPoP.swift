@@ -8,15 +8,15 @@ import XRPC
 /// on a nonce challenge (inside `DPoPResourceClient`), and one refresh-and-retry when the PDS
 /// refuses the token.
 extension XRPCProxy {
-    func callWithDPoP(_ request: XRPCRequest, credentials: AccountSession.CallCredentials,
-                      session: AccountSession) async throws(DaemonError) -> JSONValue {
+    func callWithDPoP(_ request: XRPCRequest, credentials: AccountSession.CallCredentials, session: AccountSession)
+        async throws(DaemonError) -> (response: InboundResponse, refusedAfterRefresh: Bool)
+    {
         guard case .dpop(let token, let key, let did) = credentials else { throw .internalError("not a DPoP session") }
         var response = try await sendDPoP(request, token: token, key: key, did: did, session: session)
-        if Self.isRefusedToken(response) {
-            let fresh = try await session.replaceExpired(token: token)
-            response = try await sendDPoP(request, token: fresh, key: key, did: did, session: session)
-        }
-        return Self.result(of: response)
+        guard Self.isRefusedToken(response) else { return (response, false) }
+        let fresh = try await session.replaceExpired(token: token)
+        response = try await sendDPoP(request, token: fresh, key: key, did: did, session: session)
+        return (response, Self.isRefusedToken(response))
     }
 
     private func sendDPoP(_ request: XRPCRequest, token: String, key: DPoPKey, did: String,

@@ -9,6 +9,9 @@ import XRPC
 struct XRPCProxy: Sendable {
     let registry: AccountRegistry
     let environment: SessionEnvironment
+    /// Looks at the account's DID document again after its PDS refused a just-refreshed token;
+    /// true when the account moved to another PDS (the call is then made there, once).
+    var pdsMoved: @Sendable (AccountSession) async -> Bool = { _ in false }
 
     /// Headers passed back to the client: rate limits and retry hints.
     static let forwardedHeaders: Set<String> = [
@@ -18,6 +21,17 @@ struct XRPCProxy: Sendable {
 
     func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         let session = try registry.session(call.account)
+        var answer = try await send(call, session: session)
+        if answer.refusedAfterRefresh, await pdsMoved(session) {
+            answer = try await send(call, session: session)
+        }
+        return Self.result(of: answer.response)
+    }
+
+    /// One call at the account's current PDS, with one refresh-and-retry when the token is refused.
+    private func send(_ call: XRPCCall, session: AccountSession) async throws(DaemonError)
+        -> (response: InboundResponse, refusedAfterRefresh: Bool)
+    {
         let (credentials, pds) = try await session.callTarget()
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
                                   body: call.body)
@@ -26,11 +40,10 @@ struct XRPCProxy: Sendable {
             return try await callWithDPoP(request, credentials: credentials, session: session)
         }
         var response = try await send(request, token: token)
-        if Self.isExpiredToken(response) {
-            let fresh = try await session.replaceExpired(token: token)
-            response = try await send(request, token: fresh)
-        }
-        return Self.result(of: response)
+        guard Self.isExpiredToken(response) else { return (response, false) }
+        let fresh = try await session.replaceExpired(token: token)
+        response = try await send(request, token: fresh)
+        return (response, Self.isExpiredToken(response))
     }
 
     private func send(_ request: XRPCRequest, token: String) async throws(DaemonError) -> InboundResponse {

@@ -1,0 +1,128 @@
+import ATIdentity
+import ATOAuth
+import ATSyntax
+import BlueskyStore
+import Foundation
+
+/// Accounts move between PDSes and change handles. The DID document is the truth: it is looked
+/// at again every 6 hours (at a scheduled refresh; an hourly look at 100,000 accounts would be
+/// 28 directory requests a second), and at once when a PDS refuses a token that was
+/// just refreshed. A new handle names the account only once verified both ways; a new PDS is
+/// used only when, for OAuth accounts, its authorization server is the one that granted the
+/// session (else the account needs a new login, with that reason).
+extension AccountManager {
+    static let identityRecheckInterval: TimeInterval = 6 * 3600
+
+    /// What a recheck found.
+    enum IdentityChange: Sendable, Equatable {
+        case unchanged
+        /// The handle, its verification or the PDS changed, and the account uses them now.
+        case updated(pdsMoved: Bool)
+        /// The account moved to a PDS whose authorization server did not grant its session.
+        case needsLogin
+        /// The DID document could not be read: nothing changed.
+        case unresolved
+    }
+
+    /// Rechecks the identity when the last check is older than the interval.
+    func recheckIdentityIfDue(of session: AccountSession) async {
+        guard await session.identityCheckDue(interval: Self.identityRecheckInterval) else { return }
+        _ = await recheckIdentity(of: session)
+    }
+
+    /// Resolves the account's DID afresh and brings its handle and PDS up to date.
+    @discardableResult
+    func recheckIdentity(of session: AccountSession) async -> IdentityChange {
+        let record = await session.record
+        await session.noteIdentityChecked()
+        guard let did = DID(record.did) else { return .unresolved }
+        identity.invalidate(.did(did))
+        let resolved: ResolvedIdentity
+        do {
+            resolved = try await identity.resolve(.did(did))
+        } catch {
+            logger.notice("could not recheck the account's identity", metadata: [
+                "account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)", "reason": "\(error)",
+            ])
+            return .unresolved
+        }
+        let pds = resolved.pds.absoluteString
+        let pdsMoved = Self.origin(pds) != Self.origin(record.pds)
+        if pdsMoved, let issuer = record.oauth?.issuer {
+            do {
+                _ = try await checkIssuerBinding(did: record.did, issuer: issuer)
+            } catch {
+                let reason = "the account moved to \(pds), whose authorization server did not grant this session; log in again"
+                await session.markMovedAway(reason: reason, detail: error.description)
+                return .needsLogin
+            }
+        }
+        let handle = resolved.handle?.description
+        let renamed = handle?.lowercased() != record.handle?.lowercased()
+        // A handle that failed to verify this time (DNS down) but is still the document's keeps
+        // its earlier verification: only a document that names another handle takes it away.
+        let verified = renamed ? resolved.handleVerified && handle != nil : record.handleVerified || resolved.handleVerified
+        guard pdsMoved || renamed || verified != record.handleVerified else { return .unchanged }
+        do {
+            try await session.adoptIdentity(handle: handle, handleVerified: verified, pds: pdsMoved ? pds : nil)
+        } catch {
+            logger.error("cannot save the account's new identity", metadata: ["error": "\(error)"])
+            return .unresolved
+        }
+        return .updated(pdsMoved: pdsMoved)
+    }
+
+    /// `scheme://host[:port]`, so that a trailing slash or a path is not a move.
+    private static func origin(_ url: String) -> String? {
+        URL(string: url).flatMap(OAuthURLPolicy.origin(of:))
+    }
+}
+
+extension AccountSession {
+    func identityCheckDue(interval: TimeInterval) -> Bool {
+        guard let identityCheckedAt else { return true }
+        return environment.now().timeIntervalSince(identityCheckedAt) >= interval
+    }
+
+    func noteIdentityChecked() { identityCheckedAt = environment.now() }
+
+    /// Saves what the DID document now says: the handle (naming the account only if verified)
+    /// and, when it moved, the PDS.
+    func adoptIdentity(handle: String?, handleVerified: Bool, pds: String?) throws {
+        var updated = record
+        let oldHandle = updated.handle
+        updated.handle = handle
+        updated.handleVerified = handleVerified
+        if let pds { updated.pds = pds }
+        try environment.store.update(updated)
+        update(record: updated)
+        environment.registry.reindexHandle(of: id, to: handleVerified ? handle : nil)
+        if let pds {
+            logger.notice("the account moved to another PDS", metadata: ["pds": "\(pds)", "outcome": "pds-moved"])
+        }
+        if handle?.lowercased() != oldHandle?.lowercased() || handleVerified {
+            logger.info("the account's handle, from its DID document", metadata: [
+                "handle": "\(handle ?? "-")", "handleVerified": "\(handleVerified)",
+            ])
+        }
+    }
+
+    /// The account's session cannot follow it to its new PDS: it needs a new login.
+    func markMovedAway(reason: String, detail: String) async {
+        var updated = record
+        updated.state = .needsLogin
+        updated.stateReason = reason
+        do {
+            try environment.store.update(updated)
+        } catch {
+            logger.error("cannot save the account's state", metadata: ["error": "\(error)"])
+            return
+        }
+        update(record: updated)
+        cachedSecrets = nil
+        logger.error("the account moved away from its authorization server; it needs a new login", metadata: [
+            "outcome": "needs-login", "reason": "\(detail)",
+        ])
+        await environment.reschedule(id, nil)
+    }
+}
