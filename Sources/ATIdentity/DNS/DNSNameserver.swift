@@ -8,7 +8,9 @@ public struct DNSNameserver: Sendable, Hashable, CustomStringConvertible {
     public let port: Int
 
     public init(host: String, port: Int = 53) throws(DNSError) {
-        guard (1...65535).contains(port), (try? SocketAddress(ipAddress: host, port: port)) != nil else {
+        // A zone index (`fe80::1%eth0`) parses only where that interface exists; refuse it
+        // everywhere so the same configuration means the same thing on every machine.
+        guard (1...65535).contains(port), !host.contains("%"), (try? SocketAddress(ipAddress: host, port: port)) != nil else {
             throw .invalidNameserver("\(host):\(port)", reason: "not an IP address and port")
         }
         self.host = host
