@@ -83,7 +83,7 @@ struct AuthorizationServer: Sendable {
             "request_parameter_supported": false,
             "request_uri_parameter_supported": true,
             "require_request_uri_registration": true,
-            "protected_resources": [.string(context.pdsURL)],
+            "protected_resources": [.string(context.pdsURL), .string(context.pdsAliasURL)],
         ])
     }
 

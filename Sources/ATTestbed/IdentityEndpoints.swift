@@ -30,7 +30,7 @@ struct IdentityEndpoints: Sendable {
                 [
                     "id": "#atproto_pds",
                     "type": "AtprotoPersonalDataServer",
-                    "serviceEndpoint": .string(context.pdsURL),
+                    "serviceEndpoint": .string(context.pdsURL(ofDID: did)),
                 ]
             ],
         ]

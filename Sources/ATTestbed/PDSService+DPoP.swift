@@ -9,10 +9,12 @@ import NIOHTTP1
 /// Refusals are 401 with `WWW-Authenticate: DPoP error="…"`.
 extension PDSService {
     /// RFC 9728 metadata: this PDS's resource identifier and its one authorization server.
-    func protectedResourceMetadata() -> TestbedResponse {
-        .json([
-            "resource": .string(context.pdsURL),
-            "authorization_servers": [.string(context.url(host: context.oauth.issuer.host))],
+    func protectedResourceMetadata(_ request: TestbedRequest) -> TestbedResponse {
+        let alias = request.host == context.pdsAliasHost
+        let issuer = alias && context.moves.aliasNamesRogueIssuer ? context.oauth.rogueIssuer : context.oauth.issuer
+        return .json([
+            "resource": .string(alias ? context.pdsAliasURL : context.pdsURL),
+            "authorization_servers": [.string(context.url(host: issuer.host))],
             "scopes_supported": [],
             "bearer_methods_supported": ["header"],
             "resource_documentation": "https://atproto.com",
@@ -47,10 +49,13 @@ extension PDSService {
             throw refuse("Token has been revoked")
         }
         guard let account = context.accounts.account(did: did) else { throw refuse("Unknown account") }
+        // An account that moved is no longer served under the name it left (nor before it moves).
+        let served = request.host == context.pdsAliasHost ? context.pdsAliasURL : context.pdsURL
+        guard served == context.pdsURL(ofDID: did) else { throw refuse("Account is not hosted here") }
         let proof = request.headers.first(name: "dpop")
         do {
             _ = try oauth.pdsVerifier.verify(
-                proof, method: request.method.rawValue, url: context.pdsURL + request.path,
+                proof, method: request.method.rawValue, url: served + request.path,
                 accessToken: token, boundThumbprint: claims.thumbprint, acceptedNonces: oauth.pdsNonces.accepted())
         } catch .useNonce {
             oauth.metrics.record(did: did) { $0.pdsNonceChallenges += 1 }
@@ -61,7 +66,7 @@ extension PDSService {
                                    error.description)
         }
         oauth.metrics.record(did: did) { $0.authenticatedResourceCalls += 1 }
-        let recorded = RecordedDPoPRequest(proof: proof ?? "", method: request.method.rawValue, htu: context.pdsURL + request.path,
+        let recorded = RecordedDPoPRequest(proof: proof ?? "", method: request.method.rawValue, htu: served + request.path,
                                            accessToken: token, boundThumbprint: claims.thumbprint)
         oauth.lastResourceRequests.withLock { $0[did] = recorded }
         let legacyView = TokenClaims(

@@ -36,7 +36,7 @@ struct PDSService: Sendable {
     func handle(_ request: TestbedRequest) -> TestbedResponse {
         guard request.path.hasPrefix("/xrpc/") else {
             if request.path == "/" { return .text("atproto testbed PDS\n") }
-            if request.path == "/.well-known/oauth-protected-resource" { return protectedResourceMetadata() }
+            if request.path == "/.well-known/oauth-protected-resource" { return protectedResourceMetadata(request) }
             return .xrpcError(.notFound, "NotFound", "Not Found")
         }
         let nsid = String(request.path.dropFirst("/xrpc/".count))

@@ -1,4 +1,4 @@
-/// Virtual hosts: `pds.<domain>`, `plc.<domain>`, the authorization servers `auth.<domain>` and
+/// Virtual hosts: `pds.<domain>` (also as `pds2.<domain>`), `plc.<domain>`, the authorization servers `auth.<domain>` and
 /// `rogue-auth.<domain>`, client metadata at `clients.<domain>`, and every other `<name>.<domain>` is a handle.
 struct Router: Sendable {
     let context: TestbedContext
@@ -23,7 +23,7 @@ struct Router: Sendable {
 
     private func route(_ request: TestbedRequest) -> TestbedResponse {
         let host = request.host
-        if host == context.pdsHost { return pds.handle(request) }
+        if host == context.pdsHost || host == context.pdsAliasHost { return pds.handle(request) }
         if host == context.plcHost { return identity.handlePLC(request) }
         if host == authorizationServer.state.host { return authorizationServer.handle(request) }
         if host == rogueAuthorizationServer.state.host { return rogueAuthorizationServer.handle(request) }

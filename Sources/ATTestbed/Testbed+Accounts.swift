@@ -48,6 +48,22 @@ extension Testbed {
         context.accounts.changeHandle(did: did, to: handle)
     }
 
+    /// Moves the account to the PDS's second name (`pdsAliasURL`), or back: its DID document
+    /// names the new one, and DPoP-bound calls under the other name are refused with
+    /// `invalid_token`, as by a PDS the account has left.
+    public func movePDS(did: String, toAlias: Bool = true) {
+        context.moves.setMoved(did, toAlias)
+    }
+
+    /// Whether `pds2.<domain>` names the rogue issuer as its authorization server (an account
+    /// that moves there then cannot keep its session).
+    public func setAliasPDSNamesRogueIssuer(_ enabled: Bool) {
+        context.moves.aliasNamesRogueIssuer = enabled
+    }
+
+    /// `https://pds2.<domain>`: the PDS under its second name.
+    public var pdsAliasURL: String { context.pdsAliasURL }
+
     /// The testbed's notion of now (wall time plus every `advanceClock`).
     public var now: Date { context.clock.now() }
 

@@ -14,6 +14,9 @@ final class TestbedContext: Sendable {
     let feed = FeedIndex()
     let tids = TIDGenerator()
     let oauth: TestbedOAuth
+    /// Accounts that moved to the second PDS host (`pds2.<domain>`), and whether that host names
+    /// the rogue issuer as its authorization server.
+    let moves = PDSMoves()
 
     init(configuration: TestbedConfiguration) {
         self.configuration = configuration
@@ -29,6 +32,8 @@ final class TestbedContext: Sendable {
 
     var domain: String { configuration.domain }
     var pdsHost: String { "pds.\(domain)" }
+    /// The same PDS under a second name, where accounts "move" (`Testbed.movePDS`).
+    var pdsAliasHost: String { "pds2.\(domain)" }
     var plcHost: String { "plc.\(domain)" }
     /// The PDS's service DID (the `aud` of its tokens).
     var pdsDID: String { "did:web:\(pdsHost)" }
@@ -38,6 +43,12 @@ final class TestbedContext: Sendable {
     }
 
     var pdsURL: String { url(host: pdsHost) }
+    var pdsAliasURL: String { url(host: pdsAliasHost) }
+
+    /// The PDS URL an account's DID document names.
+    func pdsURL(ofDID did: String) -> String {
+        moves.hasMoved(did) ? pdsAliasURL : pdsURL
+    }
     var plcURL: String { url(host: plcHost) }
 
     func handle(forName name: String) -> String { "\(name).\(domain)" }

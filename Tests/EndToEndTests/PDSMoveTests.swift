@@ -1,0 +1,57 @@
+import ATTestbed
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+@Suite("Accounts that move to another PDS: followed when the issuer stays, a new login when it changes")
+struct PDSMoveTests {
+    @Test("the old PDS refuses the token; blueskyd reads the DID document again and makes the call at the new PDS")
+    func followsTheAccountToItsNewPDS() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let browser = try OAuthBrowser(testbed: fixture.testbed)
+        defer { Task { await browser.shutdown() } }
+        let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+        _ = try await fixture.oauthLogin(alice.did, browser: browser)
+        let profile = ["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"]
+        #expect(try await fixture.bskyctl(profile).status == 0)
+
+        testbed.movePDS(did: alice.did)
+        let refusedBefore = testbed.oauthStats(did: alice.did).invalidTokenRejections
+        let call = try await fixture.bskyctl(profile)
+        #expect(call.status == 0, "the call reaches the account at its new PDS: \(call.stderr)")
+        #expect(testbed.oauthStats(did: alice.did).invalidTokenRejections - refusedBefore == 2,
+                "refused once, and once more after a refresh, by the PDS it left")
+        let entry = try #require(try await fixture.listedAccounts()[alice.handle])
+        #expect(entry["pds"]?.stringValue == testbed.pdsAliasURL)
+        #expect(entry["state"] == "active")
+
+        // Remembered: after a restart the calls go straight to the new PDS.
+        try await fixture.restartDaemon()
+        let refusedAfterMove = testbed.oauthStats(did: alice.did).invalidTokenRejections
+        #expect(try await fixture.bskyctl(profile).status == 0)
+        #expect(testbed.oauthStats(did: alice.did).invalidTokenRejections == refusedAfterMove)
+    }
+
+    @Test("a move to a PDS whose authorization server did not grant the session: needs a new login, with the reason")
+    func moveToAnotherIssuerNeedsLogin() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let browser = try OAuthBrowser(testbed: fixture.testbed)
+        defer { Task { await browser.shutdown() } }
+        let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+        _ = try await fixture.oauthLogin(alice.did, browser: browser)
+        testbed.setAliasPDSNamesRogueIssuer(true)
+        testbed.movePDS(did: alice.did)
+
+        let refresh = try await fixture.bskyctl(["refresh", alice.handle])
+        #expect(refresh.status == 0, "the refresh itself works: the old issuer still has the session: \(refresh.stderr)")
+        let entry = try #require(try await fixture.listedAccounts()[alice.handle])
+        #expect(entry["state"] == "needs-login")
+        #expect(entry["stateReason"]?.stringValue?.contains("moved to \(testbed.pdsAliasURL)") == true, "\(entry)")
+        #expect(entry["pds"]?.stringValue == testbed.pdsURL, "the session's PDS is not switched to an issuer it did not come from")
+        let call = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"])
+        #expect(call.status == 1 && call.stderr.contains("log in again"), "\(call.stderr)")
+    }
+}
