@@ -18,23 +18,30 @@ struct AuthorizationServer: Sendable {
     var oauth: TestbedOAuth { context.oauth }
 
     func handle(_ request: TestbedRequest) -> TestbedResponse {
+        let receivedAt = context.clock.now()
         var response: TestbedResponse
+        var recordedAs: OAuthEndpoint?
         switch (request.method, request.path) {
         case (.GET, "/.well-known/oauth-authorization-server"):
             response = answer(.metadata) { metadata() }
         case (.POST, "/oauth/par"):
+            recordedAs = .pushedAuthorization
             response = answer(.pushedAuthorization) { () throws(OAuthFailure) in try pushAuthorization(request) }
         case (.GET, "/oauth/authorize"):
             response = answer(.authorize) { () throws(OAuthFailure) in try authorize(request) }
         case (.POST, "/oauth/token"):
+            recordedAs = .token
             response = answer(.token) { () throws(OAuthFailure) in try token(request) }
         case (.POST, "/oauth/revoke"):
+            recordedAs = .revocation
             response = answer(.revocation) { () throws(OAuthFailure) in try revoke(request) }
         case (_, "/"):
             response = .text("atproto testbed authorization server \(issuer)\n")
         default:
             response = OAuthFailure(.notFound, "not_found", "No such endpoint").response
         }
+        // The endpoints that take a proof keep it, for independent checks in tests.
+        if let recordedAs { record(request, endpoint: recordedAs, receivedAt: receivedAt, response: response) }
         // Every answer carries the current nonce, so clients rarely meet a challenge.
         response.headers.replaceOrAdd(name: "DPoP-Nonce", value: state.nonces.issue())
         response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")

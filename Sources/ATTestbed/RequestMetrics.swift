@@ -68,6 +68,9 @@ final class FailureInjector: Sendable {
         }
     }
 
+    /// How many injected failures for `nsid` are still to be served.
+    func remaining(nsid: String) -> Int { pending.withLock { $0[nsid]?.remaining ?? 0 } }
+
     func reset() { pending.withLock { $0 = [:] } }
 
     /// The XRPC error name the reference stack uses for a status.

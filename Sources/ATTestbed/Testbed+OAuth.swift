@@ -49,6 +49,12 @@ extension Testbed {
         context.failures.inject(nsid: endpoint.failureKey, status: status, count: count, retryAfterSeconds: retryAfterSeconds)
     }
 
+    /// How many of the failures injected for `endpoint` have not been served yet: 0 once a client
+    /// met the whole burst.
+    public func pendingOAuthFailures(endpoint: OAuthEndpoint) -> Int {
+        context.failures.remaining(nsid: endpoint.failureKey)
+    }
+
     /// The account the authorize endpoint approves when a request has no `login_hint` (nil:
     /// the first account created).
     public func setOAuthApprovalAccount(did: String?) {
@@ -66,14 +72,23 @@ extension Testbed {
         context.oauth.lastResourceRequests.withLock { $0[did] }
     }
 
+    /// The latest POSTs to both authorization servers' PAR, token and revocation endpoints
+    /// (the last 256, oldest first), each with its DPoP proof and the answer's status and OAuth
+    /// error: challenged, refused and injected-failure requests included.
+    public var authorizationServerRequests: [RecordedAuthorizationServerRequest] {
+        context.oauth.authorizationServerRequests.all
+    }
+
     /// Live OAuth sessions of an account at the PDS's authorization server.
     public func oauthSessionCount(did: String) -> Int {
         context.oauth.issuer.storage.withLock { $0.liveSessionCount(did: did) }
     }
 
-    /// Zeroes the OAuth counters and switches every misbehaviour off (sessions are kept).
+    /// Zeroes the OAuth counters, forgets the recorded authorization-server requests and switches
+    /// every misbehaviour off (sessions are kept).
     public func resetOAuth() {
         context.oauth.metrics.reset()
+        context.oauth.authorizationServerRequests.reset()
         context.oauth.misbehaviours.reset()
         context.oauth.setNonceChurn(false)
         for endpoint in OAuthEndpoint.allCases { context.failures.inject(nsid: endpoint.failureKey, status: 500, count: 0, retryAfterSeconds: nil) }

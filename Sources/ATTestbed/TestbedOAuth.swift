@@ -18,6 +18,8 @@ final class TestbedOAuth: Sendable {
     let misbehaviours = OAuthMisbehaviours()
     /// The last DPoP request the PDS accepted for each DID, for independent checks in tests.
     let lastResourceRequests = Mutex<[String: RecordedDPoPRequest]>([:])
+    /// The latest requests to both authorization servers' PAR, token and revocation endpoints.
+    let authorizationServerRequests = AuthorizationServerRequestLog()
     /// Who the authorize endpoint approves when the request has no `login_hint`.
     let defaultApprovalDID = Mutex<String?>(nil)
 
