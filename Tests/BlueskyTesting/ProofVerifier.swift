@@ -1,4 +1,5 @@
 import Foundation
+import JSONRPC
 
 /// Tests/DPoPTests/verify_dpop_proof.py: a DPoP proof checked with Python's joserfc, so that
 /// the project's own Swift code is not the only judge of its proofs.
@@ -17,5 +18,16 @@ public enum ProofVerifier {
         let output = pipe.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    /// The claims of a compact JWS (its payload, decoded and parsed), unchecked: read them from a
+    /// proof the script accepted, or from a token whose issuer is the testbed itself.
+    public static func claims(_ jws: String) -> JSONValue? {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return nil }
+        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard let payload = Data(base64Encoded: base64) else { return nil }
+        return try? JSONValue.parse(Array(payload))
     }
 }

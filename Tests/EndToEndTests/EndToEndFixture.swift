@@ -102,3 +102,28 @@ struct CommandResult: Sendable {
         return CommandResult(status: output.status, stdout: output.standardOutput, stderr: output.standardError)
     }
 }
+
+extension EndToEndFixture {
+    /// `bskyctl login <identifier>` as a user runs it on a machine without a desktop: bskyctl
+    /// prints the URL, the browser approves, and its redirect reaches the daemon's listener.
+    /// Returns bskyctl once it exited.
+    @discardableResult
+    func loginWithBskyctl(_ identifier: String, browser: OAuthBrowser) async throws -> InteractiveBskyctl {
+        let login = try InteractiveBskyctl(["login", identifier], socketPath: daemon.socketPath, directory: directory.path)
+        let page = try await browser.deliver(try await browser.approve(try await login.authorizationURL()))
+        #expect(page.status == 200, "the browser is told it worked: \(page.text)")
+        let status = await login.wait()
+        try #require(status == 0, "bskyctl login \(identifier) succeeds: \(login.stderr)")
+        return login
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds or `timeout` runs out; returns whether it held.
+func eventually(timeout: Duration = .seconds(20), _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    }
+    return try await condition()
+}
