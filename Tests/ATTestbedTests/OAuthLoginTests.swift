@@ -21,7 +21,8 @@ struct OAuthLoginTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(metadata.body)) as? [String: Any])
         #expect(object["code_challenge_methods_supported"] as? [String] == ["S256"])
         #expect(object["token_endpoint_auth_methods_supported"] as? [String] == ["none", "private_key_jwt"])
-        #expect(object["protected_resources"] as? [String] == [fixture.testbed.pdsURL])
+        // The PDS under both its names (accounts move to the second one).
+        #expect(object["protected_resources"] as? [String] == [fixture.testbed.pdsURL, fixture.testbed.pdsAliasURL])
         await fixture.stop()
     }
 
