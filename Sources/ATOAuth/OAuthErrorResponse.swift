@@ -1,3 +1,4 @@
+import Foundation
 import JSONRPC
 
 /// An OAuth error answer (RFC 6749 §5.2): `error`, and the reason in `error_description`.
@@ -8,6 +9,8 @@ public struct OAuthErrorResponse: Sendable, Equatable, CustomStringConvertible {
     public var status: Int
     public var error: String
     public var errorDescription: String?
+    /// Seconds the server asked to wait before trying again (`Retry-After`), when it said so.
+    public var retryAfter: TimeInterval?
 
     public init(status: Int, error: String, errorDescription: String? = nil) {
         self.status = status

@@ -93,7 +93,10 @@ public struct OAuthServerClient: Sendable {
     }
 
     private static func failure(_ response: InboundResponse, endpoint: String) -> OAuthClientError {
-        if let error = OAuthErrorResponse(status: response.status, body: response.body) { return .server(error) }
+        if var error = OAuthErrorResponse(status: response.status, body: response.body) {
+            error.retryAfter = response.header("Retry-After").flatMap(TimeInterval.init).map { max(0, $0) }
+            return .server(error)
+        }
         return .unexpectedResponse(status: response.status, endpoint: endpoint)
     }
 

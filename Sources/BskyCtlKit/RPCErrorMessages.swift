@@ -55,6 +55,11 @@ extension CtlFailure {
             let who = context.identifier ?? context.account
             return "could not resolve \(who.map { "'\($0)'" } ?? "the handle or DID")\(because)"
         case "UpstreamUnavailable":
+            if let identifier = context.identifier {
+                // A login: no account was stored or changed, and the server may be the
+                // authorization server rather than the PDS.
+                return "could not log in '\(identifier)': a server could not be reached or failed\(because); nothing was changed, try again later"
+            }
             return "the account's server (PDS) could not be reached or failed\(because); the account is kept"
         case "AccountExists":
             let existing = existingAccountID(error.data["account"]).map { " as account \($0)" } ?? ""

@@ -88,11 +88,17 @@ extension AccountManager {
     }
 
     private func fetchMetadata(_ url: URL) async throws(DaemonError) -> InboundResponse {
+        let response: InboundResponse
         do {
-            return try await environment.oauth.http.send(OutboundRequest(url: url, headers: [("Accept", "application/json")]))
+            response = try await environment.oauth.http.send(OutboundRequest(url: url, headers: [("Accept", "application/json")]))
         } catch {
             throw .upstreamUnavailable(error.description)
         }
+        // A server that is down or rate limiting says nothing about its metadata: try again later.
+        if response.status >= 500 || response.status == 429 {
+            throw .upstreamUnavailable("\(url.absoluteString) answered HTTP \(response.status)")
+        }
+        return response
     }
 
     /// The issuer binding: the tokens' `sub` → DID document → PDS → its authorization server must

@@ -39,7 +39,7 @@ extension AccountSession {
         case .server(let answer) where answer.isInvalidGrant:
             return .rejected(answer.errorDescription ?? answer.error)
         case .server(let answer) where answer.status >= 500 || answer.status == 429:
-            return .transient(answer.description, retryAfter: nil)
+            return .transient(answer.description, retryAfter: answer.retryAfter)
         case .server(let answer) where answer.error == "invalid_dpop_proof" || answer.isUseDPoPNonce:
             // A proof refused (a clock jump, a nonce rotated twice): the grant is intact, retry later.
             return .transient(answer.description, retryAfter: nil)
