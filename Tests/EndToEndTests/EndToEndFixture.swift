@@ -11,6 +11,8 @@ final class EndToEndFixture: @unchecked Sendable {
     let dnsmasq: Dnsmasq
     let accounts: [TestAccount]
     var daemon: DaemonProcess
+    /// The user's browser for OAuth logins, trusting the testbed's CA.
+    let browser: OAuthBrowser
     let logLevel: String
     /// Further blueskyd arguments, at every start.
     let daemonArguments: [String]
@@ -46,10 +48,13 @@ final class EndToEndFixture: @unchecked Sendable {
         dnsmasq = try await Dnsmasq.start(txtRecords: [(name: "_atproto.\(created[0].handle)", value: "did=\(created[0].did)")])
         daemon = try await DaemonProcess(directory: directory.path, testbed: testbed,
                                          extraArguments: ["--nameserver", dnsmasq.nameserver] + self.daemonArguments, logLevel: logLevel)
+        // Last: its HTTP client must be shut down, which only tearDown does.
+        browser = try OAuthBrowser(testbed: testbed)
     }
 
     /// Stops everything; call at the end of each test.
     func tearDown() async {
+        await browser.shutdown()
         await daemon.stop()
         dnsmasq.stop()
         try? await testbed.shutdown()

@@ -36,8 +36,7 @@ struct HandleChangeTests {
     func oauthAccountFollowsTheNewHandle() async throws {
         let fixture = try await EndToEndFixture(names: ["erin"], configure: { $0.publishWellKnown = true })
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let account = fixture.accounts[0]
         _ = try await fixture.oauthLogin(account.handle, browser: browser)
         let newHandle = "erin-oauth.\(account.handle.split(separator: ".", maxSplits: 1)[1])"

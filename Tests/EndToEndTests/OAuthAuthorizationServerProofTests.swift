@@ -13,8 +13,7 @@ struct OAuthAuthorizationServerProofTests {
     func proofsOfAWholeSession() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
 
@@ -81,8 +80,7 @@ struct OAuthAuthorizationServerProofTests {
     func proofsFollowTheServersClock() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         try await fixture.loginWithBskyctl(alice.handle, browser: browser)

@@ -24,8 +24,7 @@ struct OAuthHostedClientTests {
                               auth: "private_key_jwt")
         })
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
         let clientID = testbed.oauthClientID(path: documentPath)
 
@@ -112,8 +111,7 @@ struct OAuthHostedClientTests {
             Self.hostedConfig(testbed, document: documentPath, redirect: "http://127.0.0.1/blueskyd-callback", auth: "none")
         })
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
 
         let printed = try await fixture.bskyctl(["client-metadata"])

@@ -13,8 +13,7 @@ struct OAuthLoginFailureTests {
     func metadataUnavailable() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         let before = try await fixture.bskyctl(["accounts", "--json"])
@@ -36,8 +35,7 @@ struct OAuthLoginFailureTests {
     func pushedAuthorizationUnavailable() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         let before = try await fixture.bskyctl(["accounts", "--json"])
@@ -63,8 +61,7 @@ struct OAuthLoginFailureTests {
     func authorizePageUnavailable() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         let before = try await fixture.bskyctl(["accounts", "--json"])

@@ -10,8 +10,7 @@ struct OAuthLoginTests {
     func loginByHandleAndDID() async throws {
         let fixture = try await EndToEndFixture()
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let (alice, bob) = (fixture.accounts[0], fixture.accounts[1])
         let testbed = fixture.testbed
 
@@ -65,8 +64,7 @@ struct OAuthLoginTests {
     func loginByURLAndCancel() async throws {
         let fixture = try await EndToEndFixture(names: ["alice", "carol"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let carol = fixture.accounts[1]
         fixture.testbed.setOAuthApprovalAccount(did: carol.did)
         let reply = try await fixture.oauthLogin(fixture.testbed.pdsURL, browser: browser)
@@ -90,8 +88,7 @@ struct OAuthLoginTests {
     func misbehavioursRefused() async throws {
         let fixture = try await EndToEndFixture()
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let alice = fixture.accounts[0]
         let testbed = fixture.testbed
 

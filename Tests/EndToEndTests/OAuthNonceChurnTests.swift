@@ -10,8 +10,7 @@ struct OAuthNonceChurnTests {
     func everyAnswerANewNonce() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         // Only the latest nonce each server issued is accepted: a client must take the nonce of

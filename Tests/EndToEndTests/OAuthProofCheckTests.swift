@@ -10,8 +10,7 @@ struct OAuthProofCheckTests {
     func proofsPassJoserfc() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let alice = fixture.accounts[0]
         _ = try await fixture.oauthLogin(alice.handle, browser: browser)
 

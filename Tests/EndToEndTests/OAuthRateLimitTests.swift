@@ -10,8 +10,7 @@ struct OAuthRateLimitTests {
     func burstDuringScheduledRefresh() async throws {
         let (fixture, settings) = try await Self.start()
         defer { Task { await fixture.tearDown(); settings.remove() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         try await fixture.loginWithBskyctl(alice.handle, browser: browser)
@@ -46,8 +45,7 @@ struct OAuthRateLimitTests {
     func retryAfterIsHonoured() async throws {
         let (fixture, settings) = try await Self.start()
         defer { Task { await fixture.tearDown(); settings.remove() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         try await fixture.loginWithBskyctl(alice.handle, browser: browser)

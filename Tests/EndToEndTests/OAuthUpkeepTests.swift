@@ -10,8 +10,7 @@ struct OAuthUpkeepTests {
     func idleRefreshes() async throws {
         let fixture = try await EndToEndFixture(configureTestbed: { $0.oauthAccessTokenLifetime = .seconds(2) })
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         for account in fixture.accounts { _ = try await fixture.oauthLogin(account.handle, browser: browser) }
         let deadline = ContinuousClock.now + .seconds(20)
@@ -35,8 +34,7 @@ struct OAuthUpkeepTests {
         // scheduled refresh in flight across the jump would hand out a token already expired.)
         let fixture = try await EndToEndFixture(configureTestbed: { $0.oauthAccessTokenLifetime = .seconds(60) })
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         for account in fixture.accounts { _ = try await fixture.oauthLogin(account.handle, browser: browser) }
 
@@ -72,8 +70,7 @@ struct OAuthUpkeepTests {
             $0.oauthAccessTokenLifetime = .seconds(300)
         })
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         _ = try await fixture.oauthLogin(alice.handle, browser: browser)
@@ -104,8 +101,7 @@ struct OAuthUpkeepTests {
     func restartLogoutUpgrade() async throws {
         let fixture = try await EndToEndFixture()
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let (alice, bob) = (fixture.accounts[0], fixture.accounts[1])
 
@@ -147,8 +143,7 @@ struct OAuthRefreshFailureTests {
     func refreshFailures() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let testbed = fixture.testbed
         let alice = fixture.accounts[0]
         _ = try await fixture.oauthLogin(alice.handle, browser: browser)

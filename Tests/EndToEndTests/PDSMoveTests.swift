@@ -10,8 +10,7 @@ struct PDSMoveTests {
     func followsTheAccountToItsNewPDS() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
         _ = try await fixture.oauthLogin(alice.did, browser: browser)
         let profile = ["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"]
@@ -38,8 +37,7 @@ struct PDSMoveTests {
     func moveToAnotherIssuerNeedsLogin() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])
         defer { Task { await fixture.tearDown() } }
-        let browser = try OAuthBrowser(testbed: fixture.testbed)
-        defer { Task { await browser.shutdown() } }
+        let browser = fixture.browser
         let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
         _ = try await fixture.oauthLogin(alice.did, browser: browser)
         testbed.setAliasPDSNamesRogueIssuer(true)
