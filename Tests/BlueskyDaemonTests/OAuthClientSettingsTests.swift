@@ -3,6 +3,7 @@ import ATOAuth
 import BlueskyStore
 import Crypto
 import Foundation
+import Logging
 import Testing
 
 @Suite("The configured OAuth client: settings rules, the client of a login, the document to publish")
@@ -110,5 +111,33 @@ struct OAuthClientSettingsTests {
         #expect(document.tokenEndpointAuthMethod == "private_key_jwt")
         #expect(document.jwks?.keys.map(\.kid) == ["k-old", "k-new"], "old keys stay published while sessions use them")
         #expect(document.redirectURIs == ["https://example.com/callback"] && document.applicationType == "web")
+    }
+
+    @Test("a confidential client gets its key at first start; rotation keeps the keys of logins in progress, then drops unused ones")
+    func keyRotation() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-keys-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let store = try AccountStore(directory: directory, key: SymmetricKey(size: .bits256), logger: .init(label: "test"))
+        let settings = try Self.settings("""
+            oauth_client_id = "https://example.com/client.json"
+            oauth_redirect_uri = "https://example.com/callback"
+            oauth_client_auth = "private_key_jwt"
+            """)
+        let identity = try OAuthClientIdentity.load(settings: settings, store: store, now: Date(), logger: .init(label: "test"))
+        let first = try #require(identity.signingKeys.first?.keyID)
+        #expect(first.hasPrefix("blueskyd-") && identity.signingKeys.count == 1)
+        let again = try OAuthClientIdentity.load(settings: settings, store: store, now: Date(), logger: .init(label: "test"))
+        #expect(again.signingKeys.map(\.keyID) == [first], "the same key at the next start")
+
+        let (second, removedNone) = try identity.rotateKey(store: store, now: Date(), keep: [first])
+        #expect(removedNone.isEmpty && identity.signingKeys.map(\.keyID) == [first, second])
+        #expect(try identity.loginClient(listenerPort: nil, scope: nil).keyID == second, "the new key signs new logins")
+        let (third, removed) = try identity.rotateKey(store: store, now: Date())
+        #expect(Set(removed) == [first, second] && identity.signingKeys.map(\.keyID) == [third])
+        #expect(try store.clientKeys().map(\.keyID) == [third])
+
+        let loopback = OAuthClientIdentity(settings: OAuthClientSettings(), keys: [])
+        #expect { try loopback.rotateKey(store: store, now: Date()) } throws: { "\($0)".contains("not configured as a confidential") }
     }
 }

@@ -38,14 +38,15 @@ extension OAuthClientIdentity {
     }
 
     /// Adds a new key that signs new logins from now on, then drops the older keys no session
-    /// uses any more. Returns the new key's id and the ids dropped.
-    func rotateKey(store: AccountStore, now: Date) throws(DaemonError) -> (added: String, removed: [String]) {
+    /// uses any more, except `keep` (those of logins still in progress). Returns the new key's
+    /// id and the ids dropped.
+    func rotateKey(store: AccountStore, now: Date, keep: Set<String> = []) throws(DaemonError) -> (added: String, removed: [String]) {
         guard settings.authentication == .privateKeyJWT else { throw .notConfidentialClient }
         do {
             let key = try Self.createKey(store: store, now: now)
             addKey(key)
             var removed: [String] = []
-            for old in signingKeys where old.keyID != key.keyID {
+            for old in signingKeys where old.keyID != key.keyID && !keep.contains(old.keyID) {
                 if try store.removeClientKey(old.keyID) {
                     removeKey(old.keyID)
                     removed.append(old.keyID)
