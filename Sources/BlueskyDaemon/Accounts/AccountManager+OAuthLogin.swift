@@ -85,7 +85,10 @@ extension AccountManager {
                 return await self.handleLoopbackCallback(query: query)
             }
         } catch {
-            throw .internalError("cannot listen for the login's redirect on \(target.host):\(target.port.map(String.init) ?? "0"): \(error)")
+            let address = target.host.contains(":") ? "[\(target.host)]" : target.host
+            let port = target.port.map { ":\($0)" } ?? ""
+            throw .oauthLogin(.callbackListenerUnavailable(
+                "\(address)\(port): \(error) (is another program using the port of oauth_redirect_uri?)"))
         }
     }
 

@@ -29,6 +29,8 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
     case issuerNotAuthoritative(issuer: String, expected: String)
     /// The authorization server refused a request (PAR, token).
     case serverRefused(String)
+    /// The loopback listener for the redirect could not be opened (a fixed port in use).
+    case callbackListenerUnavailable(String)
     case timedOut
     case cancelled
     /// The login took longer than the server allows.
@@ -48,6 +50,7 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
         case .tokenResponseInvalid: "OAuthTokenResponseInvalid"
         case .issuerNotAuthoritative: "OAuthIssuerNotAuthoritative"
         case .serverRefused: "OAuthServerRefused"
+        case .callbackListenerUnavailable: "OAuthCallbackListenerUnavailable"
         case .timedOut: "OAuthLoginTimeout"
         case .cancelled: "OAuthLoginCancelled"
         case .expired: "OAuthLoginExpired"
@@ -70,6 +73,7 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
         case .issuerNotAuthoritative(let issuer, let expected):
             "the tokens come from \(issuer), but the account's PDS trusts only \(expected)"
         case .serverRefused(let reason): "the authorization server refused: \(reason)"
+        case .callbackListenerUnavailable(let reason): "cannot listen for the browser's redirect: \(reason)"
         case .timedOut: "nobody completed the login in time"
         case .cancelled: "the login was cancelled"
         case .expired: "the login took too long; start it again"
