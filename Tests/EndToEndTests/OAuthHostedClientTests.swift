@@ -148,4 +148,48 @@ struct OAuthHostedClientTests {
         let json = try await fixture.bskyctl(["client-metadata", "--json"])
         #expect(json.json?["kind"] == "loopback" && json.json?["document"] == .null)
     }
+
+    @Test("a native client's fixed redirect port that another program holds: a clear error naming the port, nothing pushed")
+    func busyRedirectPort() async throws {
+        let holder = try BusyPort()
+        defer { holder.close() }
+        let documentPath = "/blueskyd/fixed-port.json"
+        let fixture = try await EndToEndFixture(names: ["alice"], daemonConfigFile: { testbed in
+            Self.hostedConfig(testbed, document: documentPath, redirect: "http://127.0.0.1:\(holder.port)/cb", auth: "none")
+        })
+        defer { Task { await fixture.tearDown() } }
+        let printed = try await fixture.bskyctl(["client-metadata"])
+        fixture.testbed.publishOAuthClientMetadata(path: documentPath, document: Array(printed.stdout.utf8))
+        let login = try await fixture.bskyctl(["login", fixture.accounts[0].handle])
+        #expect(login.status == 1)
+        #expect(login.stderr.contains("127.0.0.1:\(holder.port)") && login.stderr.contains("redirect"), "\(login.stderr)")
+        #expect(fixture.testbed.oauthTotals.pushedAuthorizationRequests == 0)
+        #expect(try await fixture.listedAccounts().isEmpty)
+    }
+}
+
+/// A TCP port on 127.0.0.1 held by a listening socket, as another program would.
+private struct BusyPort {
+    let descriptor: Int32
+    let port: Int
+
+    init() throws {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.descriptor = descriptor
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                bind(descriptor, generic, length) == 0 && listen(descriptor, 1) == 0
+                    && getsockname(descriptor, generic, &length) == 0
+            }
+        }
+        try #require(bound, "cannot hold a port: errno \(errno)")
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    func close() { _ = Glibc.close(descriptor) }
 }
