@@ -36,12 +36,16 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
     @Option(help: "Sections to run, comma-separated: throughput, latency, memory, dpop.")
     var sections = "throughput,latency,memory,dpop"
+    @Option(help: "Seconds between DPoP nonce rotations at the benchmark's testbed (the reference server: 60).")
+    var nonceRotationSeconds = 60
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
     @Option(help: "Seconds after which the whole run gives up (children are killed).") var timeLimit = 600.0
 
     func run() async throws {
         Watchdog.arm(seconds: timeLimit)
+        // A request to an upstream child that died must fail, not kill the benchmark.
+        signal(SIGPIPE, SIG_IGN)
         let options = BenchOptions(
             connections: max(1, connections), rounds: max(1, rounds), roundSeconds: max(0.2, roundSeconds),
             warmupSeconds: max(0, warmupSeconds), latencySamples: max(10, latencySamples),
@@ -49,7 +53,7 @@ struct RunBenchmark: AsyncParsableCommand {
             accountCounts: accountCounts.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) },
             settleSeconds: max(0, settleSeconds),
             sections: Set(sections.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }),
-            inProcessUpstream: inProcessUpstream)
+            inProcessUpstream: inProcessUpstream, nonceRotationSeconds: max(1, nonceRotationSeconds))
         let progress = ProgressLog(enabled: true)
         let report = await BenchRun(options: options, progress: progress).run()
         if json {
@@ -73,6 +77,7 @@ struct BenchOptions: Sendable {
     var settleSeconds: Double
     var sections: Set<String>
     var inProcessUpstream: Bool
+    var nonceRotationSeconds: Int
 
     func wants(_ section: String) -> Bool { sections.contains(section) }
 }
