@@ -38,6 +38,14 @@ struct BenchRun {
                 report.problems.append("throughput and latency: skipped, no upstream PDS")
             }
         }
+        if OAuthBench.sections.contains(where: options.wants) {
+            if let upstream {
+                await OAuthBench(options: options, upstream: upstream, workDirectory: work.path, progress: progress)
+                    .run(into: &report)
+            } else {
+                report.problems.append("oauth: skipped, no upstream PDS")
+            }
+        }
         if options.wants("memory") {
             let memory = MemoryBench(options: options, upstream: upstream?.info, workDirectory: work.path, progress: progress)
             for count in options.accountCounts {
