@@ -74,6 +74,12 @@ struct SideBySide {
         // Both sides on one event loop, so neither pays a thread hop the other does not.
         let loop = group.next()
         let direct = unpinned.pinned(to: loop)
+        // AsyncHTTPClient serves a request bound to a loop its pool has no connection on with a
+        // one-off "overflow" connection: a TLS handshake per call. Concurrent unbound calls
+        // first give the pool connections on every loop (the throughput section, when it ran
+        // before, left them there already).
+        _ = await ClosedLoopLoad.measure(
+            endpoints: Array(repeating: unpinned, count: options.connections), seconds: 0.1, rampSeconds: 0.2, loop: loop)
         let daemonEndpoint = try await DaemonEndpoint.connect(
             socketPath: daemon.socketPath, requestLine: requestLine, group: loop)
 
