@@ -55,7 +55,7 @@ struct OAuthBench {
                     report.nonceChallenges.append(try await NonceChallengeBench(options: options, progress: progress, group: group)
                         .run(daemon: setup.daemon, upstream: upstream.info, counters: upstream.counters,
                              setup: "the benchmark's testbed, " + (setup.direct == nil
-                                 ? "the OAuth daemon" : "the daemon of sections 5 and 6 (after them)"),
+                                 ? "the OAuth daemon" : "the OAuth daemon of the sections above, after them"),
                              firstCallChallenges: setup.firstCallChallenges))
                 } catch {
                     report.problems.append("oauth-nonces: \(describe(error))")
