@@ -160,8 +160,8 @@ struct OAuthBench {
                     .run(daemon: daemon, upstream: shortUpstream.info, counters: shortUpstream.counters,
                          setup: "a second testbed (\(shortUpstream.info.pdsURL)) and a fresh daemon",
                          firstCallChallenges: firstCallChallenges)
-                // What a sparse caller meets: its nonce outlived (previous, current and next are
-                // accepted, so a nonce lasts two to three periods).
+                // What a sparse caller meets: its nonce outlived. Previous, current and next are
+                // accepted, so the last response's nonce lasts one to two periods.
                 let idle = Double(2 * period) + 0.5
                 progress.say("oauth-nonces: idle for \(format(idle, 1)) s, then one call")
                 try await Task.sleep(for: .seconds(idle))
