@@ -103,7 +103,7 @@ let package = Package(
         // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
         .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", logging,
+            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),

@@ -7,7 +7,7 @@ import Foundation
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blueskyd-bench",
-        abstract: "Measures blueskyd: proxy throughput and added latency against a local PDS, and idle memory.",
+        abstract: "Measures blueskyd: proxy throughput and added latency against a local PDS (app-password and OAuth), DPoP nonce challenges, idle memory, the cost of a DPoP proof.",
         discussion: """
             Run it with `make bench`: it needs the hermetic test network (scripts/hermetic-run), where the \
             testbed binds 127.0.0.N:443 as tbN.test, and a release build of blueskyd in $BLUESKYD_BIN_DIR \
@@ -34,14 +34,21 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Registered account counts for the memory section, comma-separated.")
     var accountCounts = "1,1000,100000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
-    @Option(help: "Sections to run, comma-separated: throughput, latency, memory, dpop.")
-    var sections = "throughput,latency,memory,dpop"
+    @Option(help: "Sections to run, comma-separated: throughput, latency, oauth-throughput, oauth-latency, oauth-nonces, memory, dpop.")
+    var sections = "throughput,latency,oauth-throughput,oauth-latency,oauth-nonces,memory,dpop"
+    @Option(help: "Proxied OAuth calls per run of the oauth-nonces section.") var nonceCalls = 10_000
+    @Option(help: "Seconds between DPoP nonce rotations at the benchmark's testbed (the reference server: 60).")
+    var nonceRotationSeconds = 60
+    @Option(help: "A second oauth-nonces run against a testbed rotating its nonces this often, in seconds (0: none).")
+    var shortNonceRotationSeconds = 1
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
     @Option(help: "Seconds after which the whole run gives up (children are killed).") var timeLimit = 600.0
 
     func run() async throws {
         Watchdog.arm(seconds: timeLimit)
+        // A request to an upstream child that died must fail, not kill the benchmark.
+        signal(SIGPIPE, SIG_IGN)
         let options = BenchOptions(
             connections: max(1, connections), rounds: max(1, rounds), roundSeconds: max(0.2, roundSeconds),
             warmupSeconds: max(0, warmupSeconds), latencySamples: max(10, latencySamples),
@@ -49,7 +56,8 @@ struct RunBenchmark: AsyncParsableCommand {
             accountCounts: accountCounts.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) },
             settleSeconds: max(0, settleSeconds),
             sections: Set(sections.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }),
-            inProcessUpstream: inProcessUpstream)
+            inProcessUpstream: inProcessUpstream, nonceCalls: max(1, nonceCalls),
+            nonceRotationSeconds: max(1, nonceRotationSeconds), shortNonceRotationSeconds: max(0, shortNonceRotationSeconds))
         let progress = ProgressLog(enabled: true)
         let report = await BenchRun(options: options, progress: progress).run()
         if json {
@@ -73,6 +81,9 @@ struct BenchOptions: Sendable {
     var settleSeconds: Double
     var sections: Set<String>
     var inProcessUpstream: Bool
+    var nonceCalls: Int
+    var nonceRotationSeconds: Int
+    var shortNonceRotationSeconds: Int
 
     func wants(_ section: String) -> Bool { sections.contains(section) }
 }

@@ -4,6 +4,7 @@ import BlueskyTesting
 enum BenchError: Error, CustomStringConvertible {
     case upstreamFailed(String)
     case loginFailed(String)
+    case oauthLoginFailed(String)
     case daemonFailed(String)
     case unexpectedReply(String)
     case connectionFailed(String)
@@ -13,6 +14,7 @@ enum BenchError: Error, CustomStringConvertible {
         switch self {
         case .upstreamFailed(let reason): "the testbed PDS did not start: \(reason)"
         case .loginFailed(let reason): "createSession at the testbed PDS failed: \(reason)"
+        case .oauthLoginFailed(let reason): "OAuth login at the testbed failed: \(reason)"
         case .daemonFailed(let reason): "blueskyd failed: \(reason)"
         case .unexpectedReply(let reason): "unexpected reply: \(reason)"
         case .connectionFailed(let reason): "cannot connect: \(reason)"

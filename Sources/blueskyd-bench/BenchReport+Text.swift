@@ -9,14 +9,22 @@ extension BenchReport {
         lines.append("upstream: \(upstream)")
         lines.append("daemon:   \(daemonBinary)")
         lines.append("")
-        lines += throughputLines()
+        lines += throughputLines(throughput, title: "1. Throughput")
         lines.append("")
-        lines += latencyLines()
+        lines += latencyLines(latency, title: "2. Latency at one connection")
         lines.append("")
         lines += memoryLines()
         if let dpop {
             lines.append("")
             lines += dpopLines(dpop)
+        }
+        if oauthThroughput != nil || oauthLatency != nil || !nonceChallenges.isEmpty {
+            lines.append("")
+            lines += throughputLines(oauthThroughput, title: "5. OAuth throughput (DPoP-bound, a fresh proof per call)")
+            lines.append("")
+            lines += latencyLines(oauthLatency, title: "6. OAuth latency at one connection")
+            lines.append("")
+            lines += nonceLines()
         }
         if !problems.isEmpty {
             lines.append("")
@@ -26,10 +34,10 @@ extension BenchReport {
         return lines.joined(separator: "\n")
     }
 
-    private func throughputLines() -> [String] {
-        guard let t = throughput else { return ["1. Throughput: not measured (see problems)"] }
+    private func throughputLines(_ result: ThroughputResult?, title: String) -> [String] {
+        guard let t = result else { return ["\(title): not measured (see problems)"] }
         var lines = [
-            "1. Throughput: \(t.nsid), \(t.connections) connections, \(t.inFlightPerConnection) request in flight each,"
+            "\(title): \(t.nsid), \(t.connections) connections, \(t.inFlightPerConnection) request in flight each,"
                 + " \(t.directRounds.count) rounds × \(format(t.roundSeconds, 1)) s per side, alternating",
             "   direct (HTTPS to the PDS):  median \(format(t.directMedian, 0)) calls/s   rounds: "
                 + t.directRounds.map { format($0, 0) }.joined(separator: ", "),
@@ -46,10 +54,10 @@ extension BenchReport {
         return lines
     }
 
-    private func latencyLines() -> [String] {
-        guard let l = latency else { return ["2. Latency: not measured (see problems)"] }
+    private func latencyLines(_ result: LatencyResult?, title: String) -> [String] {
+        guard let l = result else { return ["\(title): not measured (see problems)"] }
         var lines = [
-            "2. Latency at one connection: \(l.nsid), sequential, \(l.samplesPerSide) samples per side"
+            "\(title): \(l.nsid), sequential, \(l.samplesPerSide) samples per side"
                 + " in alternating blocks of \(l.blockSize) (µs)",
             "                    p50       p90       p99      mean",
             "   direct     " + row(l.direct),
@@ -58,6 +66,34 @@ extension BenchReport {
                 + verdict(l.meetsTarget) + "   (added p99: \(format(l.addedP99, 1)) µs)",
         ]
         if l.failures > 0 { lines.append("   calls without status 200: \(l.failures)") }
+        return lines
+    }
+
+    private func nonceLines() -> [String] {
+        guard !nonceChallenges.isEmpty else { return ["7. DPoP nonce challenges: not measured (see problems)"] }
+        var lines = ["7. DPoP nonce challenges from the PDS over proxied OAuth calls"
+            + " (\(nonceChallenges[0].connections) connections, one request in flight each)",
+                     "   rotation   calls    wall time   rotations   challenges   per 10,000   first call"]
+        for n in nonceChallenges {
+            lines.append("   " + pad("\(n.rotationSeconds) s", 8) + "  " + pad(String(n.calls), 7)
+                + "  " + pad(format(n.wallSeconds, 2) + " s", 10) + "  " + pad(String(n.rotationsDuringRun), 10)
+                + "  " + pad(String(n.during.pdsNonceChallenges), 11) + "  " + pad(format(n.challengesPer10000Calls, 1), 11)
+                + "  " + pad(n.firstCallChallenges.map(String.init) ?? "?", 10))
+        }
+        for n in nonceChallenges {
+            var notes: [String] = []
+            if n.failed > 0 { notes.append("\(n.failed) failed calls" + (n.firstError.map { " (first: \($0))" } ?? "")) }
+            if n.during.authenticatedResourceCalls != n.calls - n.failed {
+                notes.append("\(n.during.authenticatedResourceCalls) calls authenticated at the PDS")
+            }
+            let refused = n.during.invalidTokenRejections + n.during.dpopRejections
+            if refused > 0 { notes.append("\(refused) refused proofs or tokens") }
+            if n.during.refreshes > 0 { notes.append("\(n.during.refreshes) refreshes") }
+            if let idle = n.idleSeconds, let challenges = n.afterIdleChallenges {
+                notes.append("then \(format(idle, 1)) s without a call and one more call: \(challenges) challenge\(challenges == 1 ? "" : "s")")
+            }
+            lines.append("   \(n.rotationSeconds) s: \(n.setup)" + (notes.isEmpty ? "" : "; " + notes.joined(separator: ", ")))
+        }
         return lines
     }
 

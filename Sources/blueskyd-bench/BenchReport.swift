@@ -11,6 +11,11 @@ struct BenchReport: Codable, Sendable {
     var latency: LatencyResult?
     var memory: [MemoryResult] = []
     var dpop: DPoPResult?
+    /// Sections 5 and 6: sections 1 and 2 for an OAuth (DPoP-bound) session, same targets.
+    var oauthThroughput: ThroughputResult?
+    var oauthLatency: LatencyResult?
+    /// Section 7: one entry per nonce rotation period tried.
+    var nonceChallenges: [NonceChallengeResult] = []
     /// Sections that failed or were skipped, one line each.
     var problems: [String] = []
 }
@@ -73,6 +78,35 @@ struct LatencyResult: Codable, Sendable {
     var failures: Int
 
     var meetsTarget: Bool { addedP50 < Self.targetAddedP50Microseconds }
+}
+
+/// PDS nonce challenges over a fixed number of proxied OAuth calls.
+struct NonceChallengeResult: Codable, Sendable {
+    /// How often the testbed's DPoP nonces rotated, seconds.
+    var rotationSeconds: Int
+    /// Which testbed and daemon the calls went through.
+    var setup: String
+    var connections: Int
+    /// Calls made through blueskyd (failed ones included).
+    var calls: Int
+    var failed: Int
+    var firstError: String?
+    /// From the first call sent to the last reply.
+    var wallSeconds: Double
+    /// Rotation boundaries crossed during the calls (the testbed's clock is the wall clock).
+    var rotationsDuringRun: Int
+    /// The testbed's counters over the calls: `pdsNonceChallenges` is the figure; refreshes,
+    /// `invalid_token` and other DPoP rejections should stay at zero, and each call should be
+    /// authenticated once.
+    var during: OAuthCounters
+    var challengesPer10000Calls: Double
+    /// Challenges met by the daemon's very first proxied call of that session (it holds no PDS
+    /// nonce yet), counted separately before the run.
+    var firstCallChallenges: Int?
+    /// After the run, no call for this long (over two periods: the daemon's nonce is then
+    /// no longer accepted), then one call: the challenges it met. Only for short periods.
+    var idleSeconds: Double?
+    var afterIdleChallenges: Int?
 }
 
 struct MemoryResult: Codable, Sendable {

@@ -31,15 +31,23 @@ struct BenchRun {
 
         let upstream = await startUpstream(directory: work.path + "/testbed", report: &report)
         if options.wants("throughput") || options.wants("latency") {
-            if let info = upstream.info {
+            if let info = upstream?.info {
                 await ProxyBench(options: options, upstream: info, workDirectory: work.path, progress: progress)
                     .run(into: &report)
             } else {
                 report.problems.append("throughput and latency: skipped, no upstream PDS")
             }
         }
+        if OAuthBench.sections.contains(where: options.wants) {
+            if let upstream {
+                await OAuthBench(options: options, upstream: upstream, workDirectory: work.path, progress: progress)
+                    .run(into: &report)
+            } else {
+                report.problems.append("oauth: skipped, no upstream PDS")
+            }
+        }
         if options.wants("memory") {
-            let memory = MemoryBench(options: options, upstream: upstream.info, workDirectory: work.path, progress: progress)
+            let memory = MemoryBench(options: options, upstream: upstream?.info, workDirectory: work.path, progress: progress)
             for count in options.accountCounts {
                 report.memory.append(await memory.measure(accounts: count))
             }
@@ -52,33 +60,20 @@ struct BenchRun {
                 report.problems.append("dpop: \(describe(error))")
             }
         }
-        await upstream.process?.stop()
-        if let testbed = upstream.testbed { try? await testbed.shutdown() }
+        await upstream?.stop()
         return report
     }
 
-    /// The upstream as started: in a child process (the default) or in this one.
-    struct Upstream {
-        var info: UpstreamInfo?
-        var process: UpstreamProcess?
-        var testbed: Testbed?
-    }
-
-    private func startUpstream(directory: String, report: inout BenchReport) async -> Upstream {
+    private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {
         progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))
         do {
-            if options.inProcessUpstream {
-                let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory)
-                report.upstream = "ATTestbed PDS at \(info.pdsURL), in the benchmark process (shares its event loops)"
-                return Upstream(info: info, testbed: testbed)
-            }
-            let process = try await UpstreamProcess(directory: directory)
-            report.upstream = "ATTestbed PDS at \(process.info.pdsURL), HTTPS with a generated CA, "
-                + "in its own process (`blueskyd-bench upstream`, pid \(process.pid))"
-            return Upstream(info: process.info, process: process)
+            let upstream = try await StartedUpstream.start(
+                directory: directory, nonceRotationSeconds: options.nonceRotationSeconds, inProcess: options.inProcessUpstream)
+            report.upstream = upstream.description
+            return upstream
         } catch {
             report.problems.append("upstream: \(describe(error)); is this running under scripts/hermetic-run?")
-            return Upstream()
+            return nil
         }
     }
 }

@@ -10,7 +10,7 @@ protocol BenchEndpoint: Sendable {
 }
 
 /// The same XRPC call made straight to the PDS over HTTPS with the held access token.
-struct DirectEndpoint: BenchEndpoint {
+struct DirectEndpoint: DirectBenchEndpoint {
     let client: HTTPClient
     let request: HTTPClient.Request
     /// `.indifferent` under load; pinned to one loop for latency, like the daemon connection.
@@ -18,6 +18,12 @@ struct DirectEndpoint: BenchEndpoint {
 
     func callOnce() -> EventLoopFuture<Bool> {
         client.execute(request: request, eventLoop: preference).map { $0.status == .ok }
+    }
+
+    func pinned(to loop: any EventLoop) -> DirectEndpoint {
+        var pinned = self
+        pinned.preference = .delegateAndChannel(on: loop)
+        return pinned
     }
 }
 

@@ -27,16 +27,18 @@ struct ProxyBench {
         do {
             let setup = try await prepare(client: client, group: group)
             daemon = setup.daemon
+            let sides = SideBySide(options: options, progress: progress, prefix: "",
+                                   daemon: setup.daemon, requestLine: setup.requestLine, group: group)
             if options.wants("throughput") {
                 do {
-                    report.throughput = try await throughput(setup, group: group)
+                    report.throughput = try await sides.throughput(direct: setup.direct)
                 } catch {
                     report.problems.append("throughput: \(describe(error))")
                 }
             }
             if options.wants("latency") {
                 do {
-                    report.latency = try await latency(setup, group: group)
+                    report.latency = try await sides.latency(direct: setup.direct)
                 } catch {
                     report.problems.append("latency: \(describe(error))")
                 }
@@ -85,103 +87,11 @@ struct ProxyBench {
         } catch {
             throw BenchError.daemonFailed("accounts.add: \(describe(error))")
         }
-        let params: JSONValue = ["nsid": .string(benchNSID), "account": .string(upstream.did),
-                                 "params": ["actor": .string(upstream.did)]]
-        let result = try await daemon.call("xrpc.call", params)
+        let result = try await daemon.call("xrpc.call", BenchRequest.params(did: upstream.did))
         guard result["status"]?.intValue == 200 else {
             throw BenchError.unexpectedReply("xrpc.call through blueskyd returned status \(result["status"]?.intValue ?? -1)")
         }
-        let request: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": "xrpc.call", "params": params]
-        var line = ByteBuffer(bytes: request.encoded())
-        line.writeInteger(UInt8(ascii: "\n"))
-        return Setup(daemon: daemon, direct: direct, requestLine: line)
-    }
-
-    private func throughput(_ setup: Setup, group: any EventLoopGroup) async throws -> ThroughputResult {
-        var daemonEndpoints: [DaemonEndpoint] = []
-        for _ in 0..<options.connections {
-            daemonEndpoints.append(try await DaemonEndpoint.connect(
-                socketPath: setup.daemon.socketPath, requestLine: setup.requestLine, group: group))
-        }
-        let direct: [any BenchEndpoint] = Array(repeating: setup.direct, count: options.connections)
-        let daemon: [any BenchEndpoint] = daemonEndpoints
-        let loop = group.next()
-
-        progress.say("throughput: warming up both sides (\(format(options.warmupSeconds, 1)) s each)")
-        let warmDirect = await ClosedLoopLoad.measure(endpoints: direct, seconds: 0.1, rampSeconds: options.warmupSeconds, loop: loop)
-        let warmDaemon = await ClosedLoopLoad.measure(endpoints: daemon, seconds: 0.1, rampSeconds: options.warmupSeconds, loop: loop)
-        var directRounds: [Double] = []
-        var daemonRounds: [Double] = []
-        var directFailures = warmDirect.failed
-        var daemonFailures = warmDaemon.failed
-        var firstError = warmDirect.firstError ?? warmDaemon.firstError
-        for round in 0..<options.rounds {
-            // ABBA order, so a drift over the run weighs on both sides alike.
-            let order = round % 2 == 0 ? [true, false] : [false, true]
-            for isDirect in order {
-                let measured = await ClosedLoopLoad.measure(
-                    endpoints: isDirect ? direct : daemon, seconds: options.roundSeconds, rampSeconds: 0.3, loop: loop)
-                if isDirect {
-                    directRounds.append(measured.callsPerSecond)
-                    directFailures += measured.failed
-                } else {
-                    daemonRounds.append(measured.callsPerSecond)
-                    daemonFailures += measured.failed
-                }
-                firstError = firstError ?? measured.firstError
-                progress.say("throughput round \(round + 1)/\(options.rounds) \(isDirect ? "direct" : "daemon"): "
-                    + "\(format(measured.callsPerSecond, 0)) calls/s")
-            }
-        }
-        let directMedian = Statistics.median(directRounds) ?? 0
-        let daemonMedian = Statistics.median(daemonRounds) ?? 0
-        let result = ThroughputResult(
-            nsid: benchNSID, connections: options.connections, inFlightPerConnection: 1,
-            roundSeconds: options.roundSeconds, directRounds: directRounds, daemonRounds: daemonRounds,
-            directMedian: directMedian, daemonMedian: daemonMedian,
-            ratio: directMedian > 0 ? daemonMedian / directMedian : 0,
-            directFailures: directFailures, daemonFailures: daemonFailures, firstError: firstError,
-            daemonRSSAfterLoadKiB: ProcessMemory.read(pid: setup.daemon.pid)?.rssKiB)
-        for endpoint in daemonEndpoints { await endpoint.close() }
-        return result
-    }
-
-    private func latency(_ setup: Setup, group: any EventLoopGroup) async throws -> LatencyResult {
-        // Both sides on one event loop, so neither pays a thread hop the other does not.
-        let loop = group.next()
-        var direct = setup.direct
-        direct.preference = .delegateAndChannel(on: loop)
-        let daemon = try await DaemonEndpoint.connect(
-            socketPath: setup.daemon.socketPath, requestLine: setup.requestLine, group: loop)
-
-        progress.say("latency: \(options.latencySamples) sequential calls per side")
-        let warmup = min(200, options.latencySamples)
-        _ = try await SequentialSampler.sample(direct, count: warmup, loop: loop)
-        _ = try await SequentialSampler.sample(daemon, count: warmup, loop: loop)
-        var directSamples: [Double] = []
-        var daemonSamples: [Double] = []
-        var failures = 0
-        var block = 0
-        while directSamples.count < options.latencySamples {
-            let size = min(options.latencyBlock, options.latencySamples - directSamples.count)
-            let order = block % 2 == 0 ? [true, false] : [false, true]
-            for isDirect in order {
-                let endpoint: any BenchEndpoint = isDirect ? direct : daemon
-                let samples = try await SequentialSampler.sample(endpoint, count: size, loop: loop)
-                failures += samples.failures
-                if isDirect { directSamples += samples.microseconds } else { daemonSamples += samples.microseconds }
-            }
-            block += 1
-        }
-        await daemon.close()
-        guard let directSummary = LatencySummary(directSamples), let daemonSummary = LatencySummary(daemonSamples) else {
-            throw BenchError.unexpectedReply("no latency samples")
-        }
-        return LatencyResult(
-            nsid: benchNSID, samplesPerSide: directSamples.count, blockSize: options.latencyBlock,
-            direct: directSummary, daemon: daemonSummary,
-            addedP50: daemonSummary.p50 - directSummary.p50, addedP99: daemonSummary.p99 - directSummary.p99,
-            failures: failures)
+        return Setup(daemon: daemon, direct: direct, requestLine: BenchRequest.line(did: upstream.did))
     }
 }
 

@@ -12,6 +12,8 @@ struct UpstreamInfo: Codable, Sendable {
     var handle: String
     /// The benchmark account's app password (only ever sent over the pipe, never printed).
     var appPassword: String
+    /// How often the testbed's DPoP nonces rotate (its PDS's and its authorization server's).
+    var dpopNonceRotationSeconds: Int
 }
 
 /// Name of the account the benchmark logs in with.
@@ -19,34 +21,42 @@ let benchAccountName = "bench"
 
 extension UpstreamInfo {
     /// Starts a testbed in the hermetic network with the benchmark account.
-    static func startTestbed(directory: String) async throws -> (Testbed, UpstreamInfo) {
+    static func startTestbed(directory: String, nonceRotationSeconds: Int) async throws -> (Testbed, UpstreamInfo) {
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory) { configuration in
-            // No refresh may happen during the measurements.
+            // No refresh may happen during the measurements, for either kind of session.
             configuration.accessTokenLifetime = .seconds(24 * 3600)
+            configuration.oauthAccessTokenLifetime = .seconds(24 * 3600)
+            configuration.dpopNonceRotationPeriod = .seconds(nonceRotationSeconds)
         }
         let account = await testbed.createAccount(AccountSpec(name: benchAccountName, initialPosts: 3))
         let info = UpstreamInfo(
             caFile: testbed.caFile, pdsURL: testbed.pdsURL, plcURL: testbed.plcURL,
-            did: account.did, handle: account.handle, appPassword: account.appPassword)
+            did: account.did, handle: account.handle, appPassword: account.appPassword,
+            dpopNonceRotationSeconds: nonceRotationSeconds)
         return (testbed, info)
     }
 }
 
 /// `blueskyd-bench upstream`: serves the testbed in its own process, so the PDS does not share
-/// the benchmark client's event loops. Prints one JSON line (`UpstreamInfo`), then serves until
-/// its standard input reaches end of file (the parent exited or closed the pipe).
+/// the benchmark client's event loops. Prints one JSON line (`UpstreamInfo`), then answers the
+/// parent's requests on its standard input (`UpstreamRequest`, one reply line each) until end
+/// of file (the parent exited or closed the pipe).
 struct UpstreamCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "upstream", abstract: "Serves the testbed PDS for a benchmark run (internal).",
         shouldDisplay: false)
 
     @Option(help: "Directory for the testbed's CA certificate.") var directory: String
+    @Option(help: "Seconds between DPoP nonce rotations.") var dpopNonceRotationSeconds = 60
 
     func run() async throws {
-        let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory)
+        let (testbed, info) = try await UpstreamInfo.startTestbed(
+            directory: directory, nonceRotationSeconds: dpopNonceRotationSeconds)
         FileHandle.standardOutput.write(try JSONEncoder().encode(info) + Data("\n".utf8))
         await Task.detached {
-            while let chunk = try? FileHandle.standardInput.read(upToCount: 4096), !chunk.isEmpty {}
+            while let line = readLine() {
+                FileHandle.standardOutput.write(UpstreamRequest.answer(line, testbed: testbed) + Data("\n".utf8))
+            }
         }.value
         try? await testbed.shutdown()
     }
@@ -58,12 +68,16 @@ final class UpstreamProcess: @unchecked Sendable {
     let pid: Int32
     private let process: Process
     private let stdinPipe: Pipe
+    private let replies: FileHandle
+    /// One request and its reply at a time on the pipes.
+    private let exchange = NSLock()
 
     /// Starts `<this executable> upstream` and waits (up to `timeout`) for its JSON line.
-    init(directory: String, timeout: Duration = .seconds(60)) async throws {
+    init(directory: String, nonceRotationSeconds: Int, timeout: Duration = .seconds(60)) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["upstream", "--directory", directory]
+        process.arguments = ["upstream", "--directory", directory,
+                             "--dpop-nonce-rotation-seconds", String(nonceRotationSeconds)]
         let stdinPipe = Pipe()
         let stdoutPipe = Pipe()
         process.standardInput = stdinPipe
@@ -75,14 +89,8 @@ final class UpstreamProcess: @unchecked Sendable {
         self.stdinPipe = stdinPipe
         self.pid = process.processIdentifier
         let reader = stdoutPipe.fileHandleForReading
-        let lineTask = Task.detached { () -> String? in
-            var bytes: [UInt8] = []
-            while let chunk = try? reader.read(upToCount: 1), let byte = chunk.first {
-                if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-                bytes.append(byte)
-            }
-            return nil
-        }
+        self.replies = reader
+        let lineTask = Task.detached { Self.readLine(from: reader) }
         let childPID = process.processIdentifier
         let line = try await withThrowingTaskGroup(of: String?.self) { group in
             group.addTask { await lineTask.value }
@@ -104,6 +112,29 @@ final class UpstreamProcess: @unchecked Sendable {
         self.info = info
     }
 
+    /// Sends one request line and returns the child's reply line (nil: the child is gone).
+    func send(_ request: String) async -> String? {
+        let (input, output, exchange) = (stdinPipe.fileHandleForWriting, replies, exchange)
+        guard process.isRunning else { return nil }
+        return await Task.detached {
+            exchange.withLock {
+                guard (try? input.write(contentsOf: Data((request + "\n").utf8))) != nil else { return nil }
+                return Self.readLine(from: output)
+            }
+        }.value
+    }
+
+    /// Reads up to the next newline, byte by byte: nothing past the line is consumed, and the
+    /// child writes only a few lines in a whole run.
+    private static func readLine(from handle: FileHandle) -> String? {
+        var bytes: [UInt8] = []
+        while let chunk = try? handle.read(upToCount: 1), let byte = chunk.first {
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        return nil
+    }
+
     /// Closes its standard input (it then shuts down), and kills it if it lingers.
     func stop() async {
         try? stdinPipe.fileHandleForWriting.close()
@@ -113,5 +144,38 @@ final class UpstreamProcess: @unchecked Sendable {
         }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         Watchdog.untrack(pid)
+    }
+}
+
+/// An upstream as started: in a child process (the default) or in this one.
+struct StartedUpstream: Sendable {
+    let info: UpstreamInfo
+    /// Where it runs, for the report.
+    let description: String
+    let counters: any OAuthCounterSource
+    private let process: UpstreamProcess?
+    private let testbed: Testbed?
+
+    static func start(directory: String, nonceRotationSeconds: Int, inProcess: Bool) async throws -> StartedUpstream {
+        if inProcess {
+            let (testbed, info) = try await UpstreamInfo.startTestbed(
+                directory: directory, nonceRotationSeconds: nonceRotationSeconds)
+            return StartedUpstream(
+                info: info, description: "ATTestbed PDS at \(info.pdsURL), in the benchmark process (shares its event loops), "
+                    + "DPoP nonces rotating every \(nonceRotationSeconds) s",
+                counters: testbed, process: nil, testbed: testbed)
+        }
+        let process = try await UpstreamProcess(directory: directory, nonceRotationSeconds: nonceRotationSeconds)
+        return StartedUpstream(
+            info: process.info,
+            description: "ATTestbed PDS at \(process.info.pdsURL), HTTPS with a generated CA, "
+                + "in its own process (`blueskyd-bench upstream`, pid \(process.pid)), "
+                + "DPoP nonces rotating every \(nonceRotationSeconds) s",
+            counters: process, process: process, testbed: nil)
+    }
+
+    func stop() async {
+        await process?.stop()
+        try? await testbed?.shutdown()
     }
 }
