@@ -98,7 +98,8 @@ private final class CallbackHandler: ChannelInboundHandler, RemovableChannelHand
                       promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if !keepAlive { done.whenComplete { _ in context.close(promise: nil) } }
+        let channel = context.channel
+        if !keepAlive { done.whenComplete { _ in channel.close(promise: nil) } }
     }
 
     private static func split(_ uri: String) -> (path: String, query: String) {
