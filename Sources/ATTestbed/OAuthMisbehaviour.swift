@@ -16,6 +16,8 @@ public enum OAuthMisbehaviour: Sendable, Hashable, CaseIterable {
 /// The OAuth endpoints failures can be injected into (`Testbed.injectOAuthFailures`).
 public enum OAuthEndpoint: String, Sendable, CaseIterable {
     case metadata, pushedAuthorization, authorize, token, revocation
+    /// The PDS's `/.well-known/oauth-protected-resource` (under either of its names).
+    case protectedResourceMetadata
 
     /// The key in the shared failure injector; cannot collide with an NSID.
     var failureKey: String { "oauth:" + rawValue }

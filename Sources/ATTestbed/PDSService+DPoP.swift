@@ -8,8 +8,16 @@ import NIOHTTP1
 /// expiry, session still live, proof with `ath`, the token's `cnf.jkt` key and a nonce).
 /// Refusals are 401 with `WWW-Authenticate: DPoP error="…"`.
 extension PDSService {
+    /// The `requestCount(nsid:)` key of protected-resource metadata fetches.
+    static let protectedResourceMetadataKey = "well-known:oauth-protected-resource"
+
     /// RFC 9728 metadata: this PDS's resource identifier and its one authorization server.
     func protectedResourceMetadata(_ request: TestbedRequest) -> TestbedResponse {
+        // Counted like an NSID, so tests can tell how often clients look the issuer up.
+        _ = context.metrics.record(nsid: Self.protectedResourceMetadataKey, proxied: false, now: context.clock.now())
+        if let failure = context.failures.take(nsid: OAuthEndpoint.protectedResourceMetadata.failureKey) {
+            return .text("injected failure (\(failure.status))", status: HTTPResponseStatus(statusCode: failure.status))
+        }
         let alias = request.host == context.pdsAliasHost
         let issuer = alias && context.moves.aliasNamesRogueIssuer ? context.oauth.rogueIssuer : context.oauth.issuer
         return .json([

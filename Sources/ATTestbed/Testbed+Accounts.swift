@@ -61,6 +61,9 @@ extension Testbed {
         context.moves.aliasNamesRogueIssuer = enabled
     }
 
+    /// The `requestCount(nsid:)` key of fetches of the PDS's protected-resource metadata.
+    public static let protectedResourceMetadataKey = PDSService.protectedResourceMetadataKey
+
     /// `https://pds2.<domain>`: the PDS under its second name.
     public var pdsAliasURL: String { context.pdsAliasURL }
 

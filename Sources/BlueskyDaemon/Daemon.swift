@@ -79,7 +79,9 @@ public struct Daemon: Sendable {
         let methods = DaemonMethods(
             accounts: accounts,
             proxy: XRPCProxy(registry: accounts.registry, environment: environment,
-                             pdsMoved: { session in await accounts.recheckIdentity(of: session) == .updated(pdsMoved: true) }),
+                             pdsChanged: { session, used async throws(DaemonError) in
+                                 try await accounts.pdsChanged(of: session, from: used)
+                             }),
             info: DaemonInfo(socketPath: listener.path, stateDirectory: stateDirectory.url.path,
                              startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)

@@ -118,17 +118,25 @@ struct JSONParser {
         }
     }
 
-    /// A number, or, for an integer a Double cannot hold exactly (beyond ±2^53: ids, record
-    /// counters), its literal text kept verbatim so it is written back unchanged.
+    /// A number; an integer literal of 16 digits or more that is not below the writer's exact
+    /// range (±9.0e15: ids, record counters, or too large for a Double at all) is kept as its
+    /// text, so it is written back unchanged.
     mutating func parseNumberValue() throws(JSONParseError) -> JSONValue {
         let start = position
-        let value = try parseNumber()
+        try scanNumber()
         let literal = bytes[start..<position]
-        guard literal.count > 15, !literal.contains(where: { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }),
-              abs(value) >= 9_007_199_254_740_992 || String(Int64(value)) != String(decoding: UnsafeBufferPointer(rebasing: literal), as: UTF8.self)
-        else { return .number(value) }
-        return .verbatim(JSONText(checked: Array(literal)))
+        let text = String(decoding: UnsafeBufferPointer(rebasing: literal), as: UTF8.self)
+        let isInteger = !literal.contains { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") }
+        let value = Double(text)
+        if isInteger, literal.count > 15, value.map({ !$0.isFinite || abs($0) >= Self.largestWrittenInteger }) ?? true {
+            return .verbatim(JSONText(checked: Array(literal)))
+        }
+        guard let value, value.isFinite else { throw error("number out of range") }
+        return .number(value)
     }
+
+    /// Integers up to this size are written back as digits (``JSONValue/appendNumber(_:to:)``).
+    static let largestWrittenInteger: Double = 9.0e15
 
     mutating func parseNumber() throws(JSONParseError) -> Double {
         let start = position

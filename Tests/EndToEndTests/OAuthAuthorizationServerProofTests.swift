@@ -114,6 +114,7 @@ struct OAuthAuthorizationServerProofTests {
         case .revocation: "/oauth/revoke"
         case .authorize: "/oauth/authorize"
         case .metadata: "/.well-known/oauth-authorization-server"
+        case .protectedResourceMetadata: "/.well-known/oauth-protected-resource"
         }
     }
 }

@@ -149,6 +149,37 @@ struct OAuthHostedClientTests {
         #expect(json.json?["kind"] == "loopback" && json.json?["document"] == .null)
     }
 
+    @Test("two logins at once share a native client's fixed redirect port; it is free again once both ended")
+    func loginsShareAFixedPort() async throws {
+        let port = try { () throws -> Int in
+            let probe = try BusyPort()
+            defer { probe.close() }
+            return probe.port
+        }()
+        let documentPath = "/blueskyd/shared-port.json"
+        let fixture = try await EndToEndFixture(names: ["alice", "bob"], daemonConfigFile: { testbed in
+            Self.hostedConfig(testbed, document: documentPath, redirect: "http://127.0.0.1:\(port)/cb", auth: "none")
+        })
+        defer { Task { await fixture.tearDown() } }
+        let printed = try await fixture.bskyctl(["client-metadata"])
+        fixture.testbed.publishOAuthClientMetadata(path: documentPath, document: Array(printed.stdout.utf8))
+        let (alice, bob) = (fixture.accounts[0], fixture.accounts[1])
+
+        // Both logins wait on the same port; the redirects come back in the other order.
+        let first = try await fixture.approvedOAuthLogin(alice.handle, browser: fixture.browser)
+        let second = try await fixture.approvedOAuthLogin(bob.handle, browser: fixture.browser)
+        #expect(first.location.hasPrefix("http://127.0.0.1:\(port)/cb?") && second.location.hasPrefix("http://127.0.0.1:\(port)/cb?"))
+        for (login, location) in [(second.loginID, second.location), (first.loginID, first.location)] {
+            let page = try await fixture.browser.deliver(location)
+            #expect(page.status == 200, "\(page.text)")
+            let reply = try await fixture.daemon.call("accounts.oauth.wait", ["loginID": .string(login), "timeoutSeconds": 10])
+            #expect(reply["account"]?["state"] == "active")
+        }
+        #expect(try await fixture.listedAccounts().count == 2)
+        let freed = await eventually(timeout: .seconds(10)) { (try? BusyPort(port: port))?.close() != nil }
+        #expect(freed, "blueskyd lets go of the port once no login waits on it")
+    }
+
     @Test("a native client's fixed redirect port that another program holds: a clear error naming the port, nothing pushed")
     func busyRedirectPort() async throws {
         let holder = try BusyPort()
@@ -173,13 +204,17 @@ private struct BusyPort {
     let descriptor: Int32
     let port: Int
 
-    init() throws {
+    /// Holds `port`, or any free port when 0.
+    init(port: Int = 0) throws {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         self.descriptor = descriptor
+        // As servers do: connections still closing on the port do not stop a new listener.
+        var on: Int32 = 1
+        setsockopt(descriptor, SOL_SOCKET, SO_REUSEADDR, &on, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
+        address.sin_port = UInt16(port).bigEndian
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
@@ -187,8 +222,11 @@ private struct BusyPort {
                     && getsockname(descriptor, generic, &length) == 0
             }
         }
-        try #require(bound, "cannot hold a port: errno \(errno)")
-        port = Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            _ = Glibc.close(descriptor)
+            throw POSIXError(.EADDRINUSE)
+        }
+        self.port = Int(UInt16(bigEndian: address.sin_port))
     }
 
     func close() { _ = Glibc.close(descriptor) }

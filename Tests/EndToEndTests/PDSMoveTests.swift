@@ -52,4 +52,50 @@ struct PDSMoveTests {
         let call = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"])
         #expect(call.status == 1 && call.stderr.contains("log in again"), "\(call.stderr)")
     }
+
+    @Test("the new PDS failing while blueskyd checks its issuer keeps the account: a later look follows the move")
+    func outageDuringTheCheckKeepsTheAccount() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+        _ = try await fixture.oauthLogin(alice.did, browser: fixture.browser)
+        testbed.movePDS(did: alice.did)
+        testbed.injectOAuthFailures(endpoint: .protectedResourceMetadata, status: 503, count: 1)
+
+        let refresh = try await fixture.bskyctl(["refresh", alice.handle])
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        #expect(testbed.pendingOAuthFailures(endpoint: .protectedResourceMetadata) == 0, "the check met the outage")
+        var entry = try #require(try await fixture.listedAccounts()[alice.handle])
+        #expect(entry["state"] == "active", "an unreachable server is no verdict on the session: \(entry)")
+        #expect(entry["pds"]?.stringValue == testbed.pdsURL, "not moved yet")
+
+        #expect(try await fixture.bskyctl(["refresh", alice.handle]).status == 0)
+        entry = try #require(try await fixture.listedAccounts()[alice.handle])
+        #expect(entry["pds"]?.stringValue == testbed.pdsAliasURL && entry["state"] == "active")
+    }
+
+    @Test("many calls refused at once after a move: one look at the DID document, and every call reaches the new PDS")
+    func concurrentRefusedCallsShareOneRecheck() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+        _ = try await fixture.oauthLogin(alice.did, browser: fixture.browser)
+        testbed.movePDS(did: alice.did)
+        testbed.resetCounters()
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    let reply = try await fixture.daemon.call("xrpc.call", [
+                        "nsid": "app.bsky.actor.getProfile", "account": .string(alice.did), "params": ["actor": .string(alice.did)],
+                    ])
+                    return reply["status"]?.intValue ?? 0
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses == Array(repeating: 200, count: 20), "\(statuses)")
+        #expect(testbed.requestCount(nsid: Testbed.protectedResourceMetadataKey) == 1,
+                "the new PDS's issuer was looked up once for all 20 calls")
+        #expect(try await fixture.listedAccounts()[alice.handle]?["pds"]?.stringValue == testbed.pdsAliasURL)
+    }
 }

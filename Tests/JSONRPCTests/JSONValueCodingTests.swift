@@ -46,9 +46,10 @@ struct JSONValueCodingTests {
 
     @Test("integers a Double cannot hold are kept as written; others parse as numbers")
     func largeIntegers() throws {
-        let text = #"{"big":123456789012345678901234567890,"edge":9007199254740993,"small":9007199254740991,"neg":-12345678901234567890,"frac":1.5e300}"#
+        let huge = String(repeating: "9", count: 400)
+        let text = #"{"big":123456789012345678901234567890,"edge":9007199254740993,"small":8999999999999999,"neg":-12345678901234567890,"frac":1.5e300,"gap":9005000000000001,"huge":"# + huge + "}"
         let value = try JSONValue.parse(Array(text.utf8))
-        #expect(value["small"] == .number(9_007_199_254_740_991))
+        #expect(value["small"] == .number(8_999_999_999_999_999))
         #expect(value["frac"]?.doubleValue == 1.5e300)
         guard case .verbatim(let big) = value["big"] else {
             Issue.record("a 30-digit integer stays verbatim")
@@ -56,10 +57,12 @@ struct JSONValueCodingTests {
         }
         #expect(big.integerLiteral == "123456789012345678901234567890")
         let written = String(decoding: value.encoded(), as: UTF8.self)
-        for literal in ["123456789012345678901234567890", "9007199254740993", "-12345678901234567890"] {
+        for literal in ["123456789012345678901234567890", "9007199254740993", "-12345678901234567890", "9005000000000001", huge] {
             #expect(written.contains(literal), "\(written)")
         }
         #expect(RPCID(json: value["edge"]!) == .largeInteger("9007199254740993"))
-        #expect(RPCID(json: value["small"]!) == .number(9_007_199_254_740_991))
+        #expect(RPCID(json: value["small"]!) == .number(8_999_999_999_999_999))
+        #expect(RPCID(json: value["gap"]!) == .largeInteger("9005000000000001"), "between the writer's range and 2^53")
+        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(("1" + String(repeating: "0", count: 400) + ".5").utf8)) }
     }
 }

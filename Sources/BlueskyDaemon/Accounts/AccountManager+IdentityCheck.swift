@@ -12,6 +12,8 @@ import Foundation
 /// session (else the account needs a new login, with that reason).
 extension AccountManager {
     static let identityRecheckInterval: TimeInterval = 6 * 3600
+    /// However many calls a PDS refuses, the DID document is read again at most this often.
+    static let refusedCallRecheckInterval: TimeInterval = 60
 
     /// What a recheck found.
     enum IdentityChange: Sendable, Equatable {
@@ -24,10 +26,22 @@ extension AccountManager {
         case unresolved
     }
 
-    /// Rechecks the identity when the last check is older than the interval.
+    /// Rechecks the identity when the last check is older than the interval, off the caller's
+    /// path (a scheduled refresh must not hold its slot through directory timeouts).
     func recheckIdentityIfDue(of session: AccountSession) async {
         guard await session.identityCheckDue(interval: Self.identityRecheckInterval) else { return }
-        _ = await recheckIdentity(of: session)
+        Task { await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) } }
+    }
+
+    /// After a PDS refused a just-refreshed token: one shared recheck at most a minute, then
+    /// whether the account's PDS is no longer `used` (the call should go to the new one).
+    /// - Throws: `NeedsLogin` when the recheck found the session cannot follow the account.
+    func pdsChanged(of session: AccountSession, from used: URL) async throws(DaemonError) -> Bool {
+        await session.sharedIdentityCheck(minimumInterval: Self.refusedCallRecheckInterval) {
+            await self.recheckIdentity(of: session)
+        }
+        try await session.requireUsable()
+        return await session.pdsURL.map { Self.origin($0.absoluteString) != Self.origin(used.absoluteString) } ?? false
     }
 
     /// Resolves the account's DID afresh and brings its handle and PDS up to date.
@@ -51,17 +65,26 @@ extension AccountManager {
         if pdsMoved, let issuer = record.oauth?.issuer {
             do {
                 _ = try await checkIssuerBinding(did: record.did, issuer: issuer)
-            } catch {
+            } catch .oauthLogin(let verdict) where verdict.isIssuerVerdict {
                 let reason = "the account moved to \(pds), whose authorization server did not grant this session; log in again"
-                await session.markMovedAway(reason: reason, detail: error.description)
+                await session.markMovedAway(from: record, reason: reason, detail: verdict.message)
                 return .needsLogin
+            } catch {
+                // The new PDS or the directory is down: that says nothing about the session.
+                logger.notice("could not check the authorization server of the account's new PDS", metadata: [
+                    "account": "\(record.id.uuidString.lowercased())", "pds": "\(pds)", "reason": "\(error.description)",
+                ])
+                return .unresolved
             }
         }
         let handle = resolved.handle?.description
         let renamed = handle?.lowercased() != record.handle?.lowercased()
-        // A handle that failed to verify this time (DNS down) but is still the document's keeps
-        // its earlier verification: only a document that names another handle takes it away.
-        let verified = renamed ? resolved.handleVerified && handle != nil : record.handleVerified || resolved.handleVerified
+        var verified = renamed ? resolved.handleVerified && handle != nil : record.handleVerified || resolved.handleVerified
+        if !renamed, record.handleVerified, !resolved.handleVerified, let handle, let parsed = Handle(handle) {
+            // Still the document's handle but not verified this time: a DNS outage keeps the
+            // earlier verification; the handle now leading to another DID takes it away.
+            if let owner = try? await identity.resolveHandle(parsed), owner != did { verified = false }
+        }
         guard pdsMoved || renamed || verified != record.handleVerified else { return .unchanged }
         do {
             try await session.adoptIdentity(handle: handle, handleVerified: verified, pds: pdsMoved ? pds : nil)
@@ -86,6 +109,23 @@ extension AccountSession {
 
     func noteIdentityChecked() { identityCheckedAt = environment.now() }
 
+    /// Runs `check` unless one is running (then waits for it) or one ran less than
+    /// `minimumInterval` ago: concurrent refused calls share one look at the DID document.
+    func sharedIdentityCheck(minimumInterval: TimeInterval, _ check: @escaping @Sendable () async -> AccountManager.IdentityChange) async {
+        if let running = identityCheckInFlight { return _ = await running.value }
+        if minimumInterval > 0, let last = identityCheckedAt, environment.now().timeIntervalSince(last) < minimumInterval { return }
+        let task = Task { await check() }
+        identityCheckInFlight = task
+        _ = await task.value
+        identityCheckInFlight = nil
+    }
+
+    /// Spreads the first periodic recheck of loaded accounts over the interval, so that a
+    /// restart does not read every DID document at once.
+    func seedIdentityCheck(interval: TimeInterval) {
+        identityCheckedAt = environment.now().addingTimeInterval(-Double.random(in: 0..<interval))
+    }
+
     /// Saves what the DID document now says: the handle (naming the account only if verified)
     /// and, when it moved, the PDS.
     func adoptIdentity(handle: String?, handleVerified: Bool, pds: String?) throws {
@@ -107,8 +147,10 @@ extension AccountSession {
         }
     }
 
-    /// The account's session cannot follow it to its new PDS: it needs a new login.
-    func markMovedAway(reason: String, detail: String) async {
+    /// The account's session cannot follow it to its new PDS: it needs a new login. Nothing is
+    /// marked when the session changed meanwhile (a new login replaced it in place).
+    func markMovedAway(from checked: AccountRecord, reason: String, detail: String) async {
+        guard record.pds == checked.pds, record.oauth?.issuer == checked.oauth?.issuer, record.state != .needsLogin else { return }
         var updated = record
         updated.state = .needsLogin
         updated.stateReason = reason

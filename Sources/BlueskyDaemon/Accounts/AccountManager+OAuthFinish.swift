@@ -16,10 +16,11 @@ extension AccountManager {
         do {
             outcome = .success(try await exchangeAndStore(attempt, callback: callback))
         } catch {
-            if case .oauthLogin(let failure) = error {
-                outcome = .failure(failure)
-            } else {
-                outcome = .failure(.serverRefused(error.description))
+            switch error {
+            case .oauthLogin(let failure): outcome = .failure(failure)
+            case .upstreamUnavailable(let reason), .identityResolutionFailed(let reason):
+                outcome = .failure(.serverUnavailable(reason))
+            default: outcome = .failure(.serverRefused(error.description))
             }
         }
         environment.oauth.nonces.forget(account: attempt.nonceScope)

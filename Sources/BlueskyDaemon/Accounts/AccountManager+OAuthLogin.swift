@@ -48,7 +48,8 @@ extension AccountManager {
                                            state: state, pkce: pkce, loginHint: discovery.loginHint)
         let attempt = OAuthLoginAttempt(id: loginID, state: state, endpoints: discovery.endpoints, client: client,
                                         expectedDID: expectedDID, makeDefault: makeDefault,
-                                        startedAt: environment.now(), listener: listener)
+                                        startedAt: environment.now(), listener: listener,
+                                        onEnd: { [keyID = client.keyID] in oauth.client.release(keyID) })
         let pushed: PushedAuthorizationResponse
         do {
             pushed = try await oauth.serverClient(discovery.endpoints, authentication: client.authentication)
@@ -56,11 +57,15 @@ extension AccountManager {
         } catch {
             await listener?.close()
             oauth.nonces.forget(account: attempt.nonceScope)
-            throw error.isTransient ? .upstreamUnavailable(error.description) : .oauthLogin(.serverRefused(error.description))
+            let failure: DaemonError = error.isTransient
+                ? .upstreamUnavailable(error.description) : .oauthLogin(.serverRefused(error.description))
+            attempt.finish(.failure(.serverRefused(error.description)))
+            throw failure
         }
         guard let url = OAuthRequests.authorizationURL(endpoint: discovery.endpoints.authorization, clientID: client.clientID,
                                                        requestURI: pushed.requestURI) else {
             await listener?.close()
+            attempt.finish(.failure(.serverRefused("no authorization URL")))
             throw .internalError("cannot build the authorization URL")
         }
         oauth.pending.insert(PendingAuthorization(state: state, issuer: discovery.endpoints.issuer, pkce: pkce,
@@ -86,9 +91,11 @@ extension AccountManager {
             }
         } catch {
             let address = target.host.contains(":") ? "[\(target.host)]" : target.host
-            let port = target.port.map { ":\($0)" } ?? ""
+            guard let port = target.port else {
+                throw .oauthLogin(.callbackListenerUnavailable("\(address): \(error)"))
+            }
             throw .oauthLogin(.callbackListenerUnavailable(
-                "\(address)\(port): \(error) (is another program using the port of oauth_redirect_uri?)"))
+                "\(address):\(port): \(error) (is another program using the port of oauth_redirect_uri?)"))
         }
     }
 

@@ -27,6 +27,7 @@ final class AccountManager: Sendable {
         let records = try store.allAccounts()
         for record in records {
             let session = AccountSession(record: record, environment: environment)
+            await session.seedIdentityCheck(interval: Self.identityRecheckInterval)
             registry.insert(session, record: record)
             if let started = record.refreshStartedAt {
                 // The daemon stopped while a refresh was in flight: its outcome is unknown. The
@@ -151,7 +152,7 @@ final class AccountManager: Sendable {
         try await session.refresh()
         await confirmHandle(of: session)
         // Asked for by a person: look at the DID document now (a new handle or PDS).
-        await recheckIdentity(of: session)
+        await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) }
         await scheduler.schedule(session.id, at: await session.nextRefreshDate())
         return await session.record
     }

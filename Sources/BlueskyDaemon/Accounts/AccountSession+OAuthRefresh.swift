@@ -15,8 +15,10 @@ extension AccountSession {
         let client: OAuthServerClient
         let key: DPoPKey
         do {
-            client = try environment.oauth.serverClient(info)
+            client = try environment.oauth.serverClient(info, account: id)
             key = try dpopKey()
+        } catch .needsLogin(_, let reason) {
+            throw .rejected(reason)
         } catch {
             throw .protocolViolation(error.description)
         }
@@ -71,7 +73,7 @@ extension AccountSession {
     /// Logout: revokes the refresh token, then the access token (best effort). True when the
     /// server accepted both.
     func revokeOAuthSession(_ secrets: AccountSecrets) async -> Bool {
-        guard let info = record.oauth, let client = try? environment.oauth.serverClient(info), let key = try? dpopKey() else {
+        guard let info = record.oauth, let client = try? environment.oauth.serverClient(info, account: id), let key = try? dpopKey() else {
             return false
         }
         var revoked = true

@@ -13,12 +13,7 @@ extension DaemonMethods {
             return .object(try clientMetadataReply(client))
         case "oauth.rotateClientKey":
             try params.allowOnly([])
-            // A login in progress will record the key it started with: keep that one too.
-            let inProgress = Set(accounts.environment.oauth.logins.withLock { logins in
-                logins.values.filter { $0.outcome == nil }.compactMap(\.client.keyID)
-            })
-            let (added, removed) = try client.rotateKey(store: accounts.store, now: accounts.environment.now(),
-                                                        keep: inProgress)
+            let (added, removed) = try client.rotateKey(store: accounts.store, now: accounts.environment.now())
             logger.notice("rotated the OAuth client's signing key; publish the client metadata again", metadata: [
                 "kid": "\(added)", "removed": "\(removed.joined(separator: ","))",
             ])

@@ -1,12 +1,16 @@
 import NIOCore
+import Synchronization
 import NIOHTTP1
 import NIOPosix
 
 /// The tiny HTTP/1.1 server on 127.0.0.1 that receives one login's redirect from the browser.
 ///
 /// It binds an ephemeral port (the loopback client's redirect URI names it) or the configured
-/// one, hands the query of `GET <path>` to `onCallback`, and answers the browser with a plain page saying whether the
-/// login worked. Anything else gets 404. It is closed when the login ends.
+/// one, hands the query of `GET <path>` to `onCallback`, and answers the browser with a plain
+/// page saying whether the login worked. Anything else gets 404. Each login holds one of these
+/// and closes it when it ends. A configured, fixed port is shared by the logins in progress
+/// (the callback finds its login by `state`), so a second login, or one started while an
+/// abandoned one still waits, does not find the port taken by blueskyd itself.
 final class LoopbackCallbackListener: Sendable {
     /// What the browser is told, once the daemon has handled the callback.
     struct Page: Sendable {
@@ -16,15 +20,33 @@ final class LoopbackCallbackListener: Sendable {
 
     let port: Int
     private let channel: any Channel
+    /// The key of a shared fixed-port listener; nil for a login's own ephemeral one.
+    private let sharedKey: String?
+    private let closed = Atomic(false)
 
-    private init(channel: any Channel, port: Int) {
+    private init(channel: any Channel, port: Int, sharedKey: String?) {
         self.channel = channel
         self.port = port
+        self.sharedKey = sharedKey
     }
 
-    /// Binds `host:port` (port nil: any free one) and answers `GET path`.
+    /// Binds `host:port` (port nil: any free one) and answers `GET path`; with a fixed port,
+    /// joins the listener already bound there, if any.
     static func start(host: String = "127.0.0.1", port: Int? = nil, path: String = "/callback",
                       onCallback: @escaping @Sendable (String) async -> Page) async throws -> LoopbackCallbackListener {
+        guard let port else {
+            let (channel, bound) = try await bind(host: host, port: 0, path: path, onCallback: onCallback)
+            return LoopbackCallbackListener(channel: channel, port: bound, sharedKey: nil)
+        }
+        let key = "\(host) \(port) \(path)"
+        let (channel, bound) = try await SharedListeners.registry.acquire(key) {
+            try await bind(host: host, port: port, path: path, onCallback: onCallback)
+        }
+        return LoopbackCallbackListener(channel: channel, port: bound, sharedKey: key)
+    }
+
+    private static func bind(host: String, port: Int, path: String,
+                             onCallback: @escaping @Sendable (String) async -> Page) async throws -> (any Channel, Int) {
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -34,17 +56,65 @@ final class LoopbackCallbackListener: Sendable {
                     try pipeline.addHandler(CallbackHandler(path: path, onCallback: onCallback))
                 }
             }
-            .bind(host: host, port: port ?? 0)
+            .bind(host: host, port: port)
             .get()
         guard let port = channel.localAddress?.port else {
             try? await channel.close()
             throw ChannelError.unknownLocalAddress
         }
-        return LoopbackCallbackListener(channel: channel, port: port)
+        return (channel, port)
     }
 
+    /// Ends this login's use of the listener (once, however often called); a shared one closes
+    /// with its last login.
     func close() async {
-        try? await channel.close()
+        guard closed.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else { return }
+        if let sharedKey {
+            await SharedListeners.registry.release(sharedKey)
+        } else {
+            try? await channel.close()
+        }
+    }
+}
+
+/// Fixed-port listeners and how many logins use each. A bind in progress is shared too, so two
+/// logins starting at once do not both try the port.
+private actor SharedListeners {
+    static let registry = SharedListeners()
+
+    private struct Entry {
+        let binding: Task<(any Channel, Int), any Error>
+        var users: Int
+    }
+
+    private var entries: [String: Entry] = [:]
+    /// Listeners whose last login ended, until their port is free again.
+    private var closing: [String: Task<Void, Never>] = [:]
+
+    func acquire(_ key: String, bind: @escaping @Sendable () async throws -> (any Channel, Int)) async throws -> (any Channel, Int) {
+        if let pending = closing[key] { await pending.value }
+        if entries[key] == nil { entries[key] = Entry(binding: Task { try await bind() }, users: 0) }
+        entries[key]!.users += 1
+        let binding = entries[key]!.binding
+        do {
+            return try await binding.value
+        } catch {
+            await release(key)
+            throw error
+        }
+    }
+
+    func release(_ key: String) async {
+        guard var entry = entries[key] else { return }
+        entry.users -= 1
+        guard entry.users == 0 else { return entries[key] = entry }
+        entries[key] = nil
+        let close = Task {
+            if let (channel, _) = try? await entry.binding.value { try? await channel.close() }
+        }
+        closing[key] = close
+        await close.value
+        if closing[key] == close { closing[key] = nil }
     }
 }
 
@@ -74,7 +144,9 @@ private final class CallbackHandler: ChannelInboundHandler, RemovableChannelHand
                 write(context: context, page: .init(status: .notFound, text: "Not found.\n"), keepAlive: head.isKeepAlive)
                 return
             }
-            let keepAlive = head.isKeepAlive
+            // A login's redirect is one request: close the connection after it, so that no
+            // browser connection outlives the listener.
+            let keepAlive = false
             let onCallback = self.onCallback
             let loopContext = NIOLoopBound(context, eventLoop: context.eventLoop)
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)

@@ -37,22 +37,24 @@ extension OAuthClientIdentity {
         return key
     }
 
-    /// Adds a new key that signs new logins from now on, then drops the older keys no session
-    /// uses any more, except `keep` (those of logins still in progress). Returns the new key's
-    /// id and the ids dropped.
-    func rotateKey(store: AccountStore, now: Date, keep: Set<String> = []) throws(DaemonError) -> (added: String, removed: [String]) {
+    /// Adds a new key that signs new logins from now on, then drops the older keys that no
+    /// session is bound to and no login in progress started with. Returns the new key's id and
+    /// the ids dropped.
+    func rotateKey(store: AccountStore, now: Date) throws(DaemonError) -> (added: String, removed: [String]) {
         guard settings.authentication == .privateKeyJWT else { throw .notConfidentialClient }
         do {
-            let key = try Self.createKey(store: store, now: now)
-            addKey(key)
-            var removed: [String] = []
-            for old in signingKeys where old.keyID != key.keyID && !keep.contains(old.keyID) {
-                if try store.removeClientKey(old.keyID) {
-                    removeKey(old.keyID)
-                    removed.append(old.keyID)
+            return try rotation.withLock { _ in
+                let key = try Self.createKey(store: store, now: now)
+                addKey(key)
+                var removed: [String] = []
+                for old in signingKeys where old.keyID != key.keyID {
+                    // Under the key lock: a login cannot reserve it between the check and the removal.
+                    if try removeKeyUnlessReserved(old.keyID, remove: { try store.removeClientKey(old.keyID) }) {
+                        removed.append(old.keyID)
+                    }
                 }
+                return (key.keyID, removed)
             }
-            return (key.keyID, removed)
         } catch {
             throw .internalError("cannot rotate the client key: \(error)")
         }

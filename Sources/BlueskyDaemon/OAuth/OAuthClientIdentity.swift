@@ -12,12 +12,20 @@ import Synchronization
 /// change. New logins use the configured client and the newest key.
 final class OAuthClientIdentity: Sendable {
     let settings: OAuthClientSettings
-    /// Oldest first; the last one signs new sessions' assertions.
-    private let keys: Mutex<[ClientSigningKey]>
+    private struct Keys {
+        /// Oldest first; the last one signs new sessions' assertions.
+        var all: [ClientSigningKey]
+        /// Keys that logins in progress started with, and how many: rotation must keep them,
+        /// since their sessions will be bound to them.
+        var reserved: [String: Int] = [:]
+    }
+    private let keys: Mutex<Keys>
+    /// One rotation at a time: two would each drop the other's new, still unused key.
+    let rotation = Mutex(())
 
     init(settings: OAuthClientSettings, keys: [ClientSigningKey]) {
         self.settings = settings
-        self.keys = Mutex(keys)
+        self.keys = Mutex(Keys(all: keys))
     }
 
     /// What one login presents, and what its session records.
@@ -64,7 +72,13 @@ final class OAuthClientIdentity: Sendable {
             return LoginClient(clientID: clientID, redirectURI: redirectURI, scope: scope,
                                authentication: .none(clientID: clientID), kind: .hostedPublic, keyID: nil)
         }
-        guard let key = keys.withLock({ $0.last }) else {
+        // Chosen and reserved at once, so that a rotation cannot drop it in between.
+        let chosen = keys.withLock { keys -> ClientSigningKey? in
+            guard let key = keys.all.last else { return nil }
+            keys.reserved[key.keyID, default: 0] += 1
+            return key
+        }
+        guard let key = chosen else {
             throw .internalError("the confidential client has no signing key")
         }
         return LoginClient(clientID: clientID, redirectURI: redirectURI, scope: scope,
@@ -72,20 +86,36 @@ final class OAuthClientIdentity: Sendable {
     }
 
     /// How a stored session authenticates: as the client it logged in with, and for a
-    /// confidential one with the key it is bound to.
-    func authentication(for info: OAuthSessionInfo) throws(DaemonError) -> ClientAuthentication {
+    /// confidential one with the key it is bound to; nil when that key is gone (the session
+    /// cannot authenticate any more).
+    func authentication(for info: OAuthSessionInfo) -> ClientAuthentication? {
         guard info.clientKind == .confidential else { return .none(clientID: info.clientID) }
-        guard let keyID = info.clientKeyID, let key = keys.withLock({ $0.first { $0.keyID == keyID } }) else {
-            throw .internalError("the client signing key \(info.clientKeyID ?? "(none)") of this session is gone; log in again")
-        }
+        guard let keyID = info.clientKeyID, let key = keys.withLock({ $0.all.first { $0.keyID == keyID } }) else { return nil }
         return .privateKeyJWT(clientID: info.clientID, key: key)
     }
 
     /// Every signing key, oldest first.
-    var signingKeys: [ClientSigningKey] { keys.withLock { $0 } }
+    var signingKeys: [ClientSigningKey] { keys.withLock { $0.all } }
 
-    func addKey(_ key: ClientSigningKey) { keys.withLock { $0.append(key) } }
-    func removeKey(_ keyID: String) { keys.withLock { $0.removeAll { $0.keyID == keyID } } }
+    /// Ends the reservation a login's `loginClient` made (the login ended, either way).
+    func release(_ keyID: String?) {
+        guard let keyID else { return }
+        keys.withLock { keys in
+            keys.reserved[keyID, default: 1] -= 1
+            if keys.reserved[keyID] == 0 { keys.reserved[keyID] = nil }
+        }
+    }
+
+    func addKey(_ key: ClientSigningKey) { keys.withLock { $0.all.append(key) } }
+
+    /// Forgets a key unless a login in progress started with it; true when forgotten.
+    func removeKeyUnlessReserved(_ keyID: String, remove: () throws -> Bool) rethrows -> Bool {
+        try keys.withLock { keys in
+            guard keys.reserved[keyID] == nil, try remove() else { return false }
+            keys.all.removeAll { $0.keyID == keyID }
+            return true
+        }
+    }
 
     /// The document to publish at `oauth_client_id`; nil for the loopback client, which has none.
     /// A confidential client lists every key still held, so sessions bound to older keys can

@@ -34,7 +34,8 @@ final class OAuthEnvironment: Sendable {
     }
 
     /// A client of one authorization server for a stored session (refresh, revocation).
-    func serverClient(_ info: OAuthSessionInfo) throws(DaemonError) -> OAuthServerClient {
+    /// - Throws: `NeedsLogin` when the confidential client key the session is bound to is gone.
+    func serverClient(_ info: OAuthSessionInfo, account: UUID) throws(DaemonError) -> OAuthServerClient {
         guard let token = URL(string: info.tokenEndpoint) else {
             throw .internalError("the stored token endpoint is not a URL: \(info.tokenEndpoint)")
         }
@@ -43,7 +44,10 @@ final class OAuthEnvironment: Sendable {
         let endpoints = AuthorizationServerEndpoints(
             issuer: info.issuer, authorization: token, token: token, pushedAuthorizationRequest: token,
             revocation: info.revocationEndpoint.flatMap(URL.init(string:)))
-        return serverClient(endpoints, authentication: try client.authentication(for: info))
+        guard let authentication = client.authentication(for: info) else {
+            throw .needsLogin(account: account, reason: "the client signing key \(info.clientKeyID ?? "(none)") this session is bound to is gone")
+        }
+        return serverClient(endpoints, authentication: authentication)
     }
 
     func serverClient(_ endpoints: AuthorizationServerEndpoints, authentication: ClientAuthentication) -> OAuthServerClient {

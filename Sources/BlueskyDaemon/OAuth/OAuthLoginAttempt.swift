@@ -17,6 +17,8 @@ final class OAuthLoginAttempt: Sendable {
     let startedAt: Date
     /// Nil when the redirect goes to a web page and the user pastes the final address.
     let listener: LoopbackCallbackListener?
+    /// Runs once, when the login ends whichever way (it releases the client key it reserved).
+    private let onEnd: @Sendable () -> Void
 
     private struct State {
         var outcome: Result<UUID, OAuthLoginFailure>?
@@ -28,7 +30,8 @@ final class OAuthLoginAttempt: Sendable {
     private let status = Mutex(State())
 
     init(id: String, state: String, endpoints: AuthorizationServerEndpoints, client: OAuthClientIdentity.LoginClient,
-         expectedDID: String?, makeDefault: Bool, startedAt: Date, listener: LoopbackCallbackListener?) {
+         expectedDID: String?, makeDefault: Bool, startedAt: Date, listener: LoopbackCallbackListener?,
+         onEnd: @escaping @Sendable () -> Void = {}) {
         self.id = id
         self.state = state
         self.endpoints = endpoints
@@ -37,6 +40,7 @@ final class OAuthLoginAttempt: Sendable {
         self.makeDefault = makeDefault
         self.startedAt = startedAt
         self.listener = listener
+        self.onEnd = onEnd
     }
 
     /// The outcome, if the login has ended.
@@ -53,12 +57,14 @@ final class OAuthLoginAttempt: Sendable {
 
     /// Ends the login (the first outcome wins) and wakes every waiter.
     func finish(_ outcome: Result<UUID, OAuthLoginFailure>) {
-        let waiters = status.withLock { state -> [CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>] in
-            guard state.outcome == nil else { return [] }
+        let ended = status.withLock { state -> [CheckedContinuation<Result<UUID, OAuthLoginFailure>?, Never>]? in
+            guard state.outcome == nil else { return nil }
             state.outcome = outcome
             defer { state.waiters = [:] }
             return Array(state.waiters.values)
         }
+        guard let waiters = ended else { return }
+        onEnd()
         for waiter in waiters { waiter.resume(returning: outcome) }
     }
 

@@ -29,6 +29,9 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
     case issuerNotAuthoritative(issuer: String, expected: String)
     /// The authorization server refused a request (PAR, token).
     case serverRefused(String)
+    /// A server needed to finish the login (the account's PDS, its DID directory) could not be
+    /// reached or failed: nothing was stored; trying again later may work.
+    case serverUnavailable(String)
     /// The loopback listener for the redirect could not be opened (a fixed port in use).
     case callbackListenerUnavailable(String)
     case timedOut
@@ -50,6 +53,7 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
         case .tokenResponseInvalid: "OAuthTokenResponseInvalid"
         case .issuerNotAuthoritative: "OAuthIssuerNotAuthoritative"
         case .serverRefused: "OAuthServerRefused"
+        case .serverUnavailable: "OAuthServerUnavailable"
         case .callbackListenerUnavailable: "OAuthCallbackListenerUnavailable"
         case .timedOut: "OAuthLoginTimeout"
         case .cancelled: "OAuthLoginCancelled"
@@ -73,10 +77,20 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
         case .issuerNotAuthoritative(let issuer, let expected):
             "the tokens come from \(issuer), but the account's PDS trusts only \(expected)"
         case .serverRefused(let reason): "the authorization server refused: \(reason)"
+        case .serverUnavailable(let reason): "a server the login needs could not be reached or failed: \(reason); nothing was stored, try again later"
         case .callbackListenerUnavailable(let reason): "cannot listen for the browser's redirect: \(reason)"
         case .timedOut: "nobody completed the login in time"
         case .cancelled: "the login was cancelled"
         case .expired: "the login took too long; start it again"
+        }
+    }
+
+    /// A verdict on the issuer itself (not a server being unreachable): its metadata breaks the
+    /// rules, or it is not the account's authorization server.
+    var isIssuerVerdict: Bool {
+        switch self {
+        case .issuerNotAuthoritative, .metadataInvalid: true
+        default: false
         }
     }
 

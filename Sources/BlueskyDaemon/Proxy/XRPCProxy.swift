@@ -9,9 +9,10 @@ import XRPC
 struct XRPCProxy: Sendable {
     let registry: AccountRegistry
     let environment: SessionEnvironment
-    /// Looks at the account's DID document again after its PDS refused a just-refreshed token;
-    /// true when the account moved to another PDS (the call is then made there, once).
-    var pdsMoved: @Sendable (AccountSession) async -> Bool = { _ in false }
+    /// Looks at the account's DID document again (shared, at most once a minute) after the PDS
+    /// at the given URL refused a just-refreshed token; true when the account now has another
+    /// PDS (the call is then made there, once). Throws `NeedsLogin` when it cannot follow.
+    var pdsChanged: @Sendable (AccountSession, URL) async throws(DaemonError) -> Bool = { _, _ in false }
 
     /// Headers passed back to the client: rate limits and retry hints.
     static let forwardedHeaders: Set<String> = [
@@ -22,7 +23,7 @@ struct XRPCProxy: Sendable {
     func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         let session = try registry.session(call.account)
         var answer = try await send(call, session: session)
-        if answer.refusedAfterRefresh, await pdsMoved(session) {
+        if answer.refusedAfterRefresh, try await pdsChanged(session, answer.pds) {
             answer = try await send(call, session: session)
         }
         return Self.result(of: answer.response)
@@ -30,20 +31,21 @@ struct XRPCProxy: Sendable {
 
     /// One call at the account's current PDS, with one refresh-and-retry when the token is refused.
     private func send(_ call: XRPCCall, session: AccountSession) async throws(DaemonError)
-        -> (response: InboundResponse, refusedAfterRefresh: Bool)
+        -> (response: InboundResponse, refusedAfterRefresh: Bool, pds: URL)
     {
         let (credentials, pds) = try await session.callTarget()
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
                                   body: call.body)
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
         guard case .bearer(let token) = credentials else {
-            return try await callWithDPoP(request, credentials: credentials, session: session)
+            let (response, refused) = try await callWithDPoP(request, credentials: credentials, session: session)
+            return (response, refused, pds)
         }
         var response = try await send(request, token: token)
-        guard Self.isExpiredToken(response) else { return (response, false) }
+        guard Self.isExpiredToken(response) else { return (response, false, pds) }
         let fresh = try await session.replaceExpired(token: token)
         response = try await send(request, token: fresh)
-        return (response, Self.isExpiredToken(response))
+        return (response, Self.isExpiredToken(response), pds)
     }
 
     private func send(_ request: XRPCRequest, token: String) async throws(DaemonError) -> InboundResponse {
