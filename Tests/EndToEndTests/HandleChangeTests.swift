@@ -54,6 +54,25 @@ struct HandleChangeTests {
         #expect(old.status == 1 && old.stderr.contains(account.handle), "the old handle is gone: \(old.stderr)")
     }
 
+    @Test("a handle that now leads to another DID stops naming the account, though its DID document still claims it")
+    func handleTakenAway() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice", "bob", "carol"])
+        defer { Task { await fixture.tearDown() } }
+        let (bob, carol) = (fixture.accounts[1], fixture.accounts[2])
+        let login = try await fixture.bskyctl(["login", bob.handle, "--app-password"], stdin: bob.appPassword + "\n")
+        try #require(login.status == 0, "\(login.stderr)")
+        #expect(try await fixture.listedAccounts()[bob.handle]?["handleVerified"] == true)
+
+        // carol takes the name: bob.<domain>'s well-known now answers carol's DID.
+        fixture.testbed.setHandle(did: carol.did, handle: bob.handle)
+        let refresh = try await fixture.bskyctl(["refresh", bob.did])
+        #expect(refresh.status == 0, "\(refresh.stderr)")
+        let entry = try await fixture.daemon.call("accounts.list")["accounts"]?.arrayValue?.first { $0["did"]?.stringValue == bob.did }
+        #expect(entry?["handleVerified"] == false, "the two-way check fails now: \(String(describing: entry))")
+        let call = try await fixture.bskyctl(["refresh", bob.handle])
+        #expect(call.status == 1 && call.stderr.contains(bob.handle), "the handle no longer names bob's account: \(call.stderr)")
+    }
+
     @Test("a DID document that claims another account's handle never captures calls made by that handle")
     func unverifiedClaimIsNotAName() async throws {
         let fixture = try await EndToEndFixture(names: ["alice"])

@@ -51,6 +51,8 @@ extension AccountManager {
         await session.noteIdentityChecked()
         guard let did = DID(record.did) else { return .unresolved }
         identity.invalidate(.did(did))
+        // The handle's answer may have changed too (taken by another DID).
+        if let handle = record.handle.flatMap(Handle.init) { identity.invalidate(.handle(handle)) }
         let resolved: ResolvedIdentity
         do {
             resolved = try await identity.resolve(.did(did))
