@@ -177,6 +177,7 @@ struct SchedulerService: Service {
         await cancelWhenGracefulShutdown {
             await scheduler.run { id in await accounts.scheduledRefresh(id) }
         }
+        await accounts.backgroundChecks.stop()
     }
 }
 

@@ -109,6 +109,24 @@ struct OAuthLoginFailureTests {
     }
 
     /// The account list bskyctl prints is what it was, and the server holds no session.
+    @Test("a 503 at the token endpoint after the browser step: OAuthServerUnavailable, nothing stored, the next login works")
+    func codeExchangeUnavailable() async throws {
+        let fixture = try await EndToEndFixture(names: ["alice"])
+        defer { Task { await fixture.tearDown() } }
+        let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+        let before = try await fixture.bskyctl(["accounts", "--json"])
+        let (loginID, location) = try await fixture.approvedOAuthLogin(alice.handle, browser: fixture.browser)
+        testbed.injectOAuthFailures(endpoint: .token, status: 503, count: 1)
+        let name = await fixture.rpcErrorName {
+            _ = try await fixture.daemon.call("accounts.oauth.complete", ["loginID": .string(loginID), "redirectURL": .string(location)])
+        }
+        #expect(name == "OAuthServerUnavailable", "an outage, not a refusal: \(String(describing: name))")
+        #expect(testbed.pendingOAuthFailures(endpoint: .token) == 0)
+        try await Self.expectNothingStored(fixture, did: alice.did, accountsBefore: before)
+        try await fixture.loginWithBskyctl(alice.handle, browser: fixture.browser)
+        #expect(try await fixture.listedAccounts()[alice.handle]?["state"] == "active")
+    }
+
     static func expectNothingStored(_ fixture: EndToEndFixture, did: String, accountsBefore: CommandResult) async throws {
         let after = try await fixture.bskyctl(["accounts", "--json"])
         #expect(after.status == 0 && after.stdout == accountsBefore.stdout, "nothing stored: \(after.stdout)")

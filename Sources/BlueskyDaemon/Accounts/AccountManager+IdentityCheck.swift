@@ -30,7 +30,8 @@ extension AccountManager {
     /// path (a scheduled refresh must not hold its slot through directory timeouts).
     func recheckIdentityIfDue(of session: AccountSession) async {
         guard await session.identityCheckDue(interval: Self.identityRecheckInterval) else { return }
-        Task { await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) } }
+        // When enough run already, this one stays due and starts after a later refresh.
+        backgroundChecks.start { await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) } }
     }
 
     /// After a PDS refused a just-refreshed token: one shared recheck at most a minute, then
@@ -125,7 +126,9 @@ extension AccountSession {
     /// Spreads the first periodic recheck of loaded accounts over the interval, so that a
     /// restart does not read every DID document at once.
     func seedIdentityCheck(interval: TimeInterval) {
-        identityCheckedAt = environment.now().addingTimeInterval(-Double.random(in: 0..<interval))
+        // Never within the last minute: that would also hold back a refused call's recheck.
+        let minimum = AccountManager.refusedCallRecheckInterval
+        identityCheckedAt = environment.now().addingTimeInterval(-Double.random(in: minimum..<max(interval, minimum + 1)))
     }
 
     /// Saves what the DID document now says: the handle (naming the account only if verified)

@@ -49,7 +49,7 @@ extension AccountManager {
         let attempt = OAuthLoginAttempt(id: loginID, state: state, endpoints: discovery.endpoints, client: client,
                                         expectedDID: expectedDID, makeDefault: makeDefault,
                                         startedAt: environment.now(), listener: listener,
-                                        onEnd: { [keyID = client.keyID] in oauth.client.release(keyID) })
+                                        onEnd: { [identity = oauth.client, keyID = client.keyID] in identity.release(keyID) })
         let pushed: PushedAuthorizationResponse
         do {
             pushed = try await oauth.serverClient(discovery.endpoints, authentication: client.authentication)
@@ -185,7 +185,7 @@ extension AccountManager {
     }
 
     /// Forgets logins that ended (or were abandoned) long ago.
-    private func pruneFinishedLogins() {
+    func pruneFinishedLogins() {
         let now = environment.now()
         let lifetime = environment.oauth.pending.lifetime
         let stale = environment.oauth.logins.withLock { logins -> [OAuthLoginAttempt] in

@@ -13,6 +13,8 @@ final class AccountManager: Sendable {
     let environment: SessionEnvironment
     let identity: IdentityResolver
     let logger: Logger
+    /// The periodic identity rechecks, run beside the refreshes rather than in their slots.
+    let backgroundChecks = BackgroundChecks(limit: 4)
 
     init(store: AccountStore, scheduler: RefreshScheduler, environment: SessionEnvironment, identity: IdentityResolver) {
         self.store = store

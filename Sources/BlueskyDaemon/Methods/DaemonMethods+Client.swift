@@ -13,6 +13,8 @@ extension DaemonMethods {
             return .object(try clientMetadataReply(client))
         case "oauth.rotateClientKey":
             try params.allowOnly([])
+            // Logins abandoned long ago give their key back first.
+            accounts.pruneFinishedLogins()
             let (added, removed) = try client.rotateKey(store: accounts.store, now: accounts.environment.now())
             logger.notice("rotated the OAuth client's signing key; publish the client metadata again", metadata: [
                 "kid": "\(added)", "removed": "\(removed.joined(separator: ","))",

@@ -92,7 +92,10 @@ private actor SharedListeners {
     private var closing: [String: Task<Void, Never>] = [:]
 
     func acquire(_ key: String, bind: @escaping @Sendable () async throws -> (any Channel, Int)) async throws -> (any Channel, Int) {
-        if let pending = closing[key] { await pending.value }
+        while let pending = closing[key] {
+            await pending.value
+            if closing[key] == pending { closing[key] = nil }
+        }
         if entries[key] == nil { entries[key] = Entry(binding: Task { try await bind() }, users: 0) }
         entries[key]!.users += 1
         let binding = entries[key]!.binding
@@ -141,7 +144,7 @@ private final class CallbackHandler: ChannelInboundHandler, RemovableChannelHand
             self.head = nil
             let (path, query) = Self.split(head.uri)
             guard head.method == .GET, path == self.path else {
-                write(context: context, page: .init(status: .notFound, text: "Not found.\n"), keepAlive: head.isKeepAlive)
+                write(context: context, page: .init(status: .notFound, text: "Not found.\n"), keepAlive: false)
                 return
             }
             // A login's redirect is one request: close the connection after it, so that no

@@ -29,8 +29,8 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
     case issuerNotAuthoritative(issuer: String, expected: String)
     /// The authorization server refused a request (PAR, token).
     case serverRefused(String)
-    /// A server needed to finish the login (the account's PDS, its DID directory) could not be
-    /// reached or failed: nothing was stored; trying again later may work.
+    /// A server needed to finish the login (the token endpoint, the account's PDS, its DID
+    /// directory) could not be reached or failed: nothing was stored; trying again may work.
     case serverUnavailable(String)
     /// The loopback listener for the redirect could not be opened (a fixed port in use).
     case callbackListenerUnavailable(String)
@@ -112,7 +112,7 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
         case .invalidTokenResponse(.subjectMismatch(let expected, let actual)):
             self = .subjectMismatch(expected: expected, actual: actual)
         case .invalidTokenResponse(let rule): self = .tokenResponseInvalid(rule.description)
-        default: self = .serverRefused(error.description)
+        default: self = error.isTransient ? .serverUnavailable(error.description) : .serverRefused(error.description)
         }
     }
 }
