@@ -8,6 +8,24 @@ final class LoadCounters: Sendable {
     let running = Atomic<Bool>(true)
     /// The first error that stopped a loop, for the report.
     let firstError = Mutex<String?>(nil)
+
+    /// Counts one call's outcome; false when the loop must stop (a broken connection would
+    /// otherwise spin: that loop stops, the others go on).
+    func record(_ result: Result<Bool, any Error>) -> Bool {
+        switch result {
+        case .success(true):
+            succeeded.add(1, ordering: .relaxed)
+            return true
+        case .success(false):
+            failed.add(1, ordering: .relaxed)
+            firstError.withLock { $0 = $0 ?? "a call did not return status 200" }
+            return true
+        case .failure(let error):
+            failed.add(1, ordering: .relaxed)
+            firstError.withLock { $0 = $0 ?? describe(error) }
+            return false
+        }
+    }
 }
 
 /// Closed-loop load: one loop per endpoint, each issuing its next call as soon as the previous
@@ -61,19 +79,7 @@ enum ClosedLoopLoad {
 
     private static func run(_ endpoint: any BenchEndpoint, _ counters: LoadCounters, _ done: EventLoopPromise<Void>) {
         endpoint.callOnce().whenComplete { result in
-            switch result {
-            case .success(true):
-                counters.succeeded.add(1, ordering: .relaxed)
-            case .success(false):
-                counters.failed.add(1, ordering: .relaxed)
-                counters.firstError.withLock { $0 = $0 ?? "a call did not return status 200" }
-            case .failure(let error):
-                // A broken connection would otherwise spin: this loop stops.
-                counters.failed.add(1, ordering: .relaxed)
-                counters.firstError.withLock { $0 = $0 ?? describe(error) }
-                done.succeed()
-                return
-            }
+            guard counters.record(result) else { return done.succeed() }
             if counters.running.load(ordering: .relaxed) {
                 run(endpoint, counters, done)
             } else {

@@ -44,20 +44,7 @@ enum CountedLoad {
             return
         }
         endpoint.callOnce().whenComplete { result in
-            let counters = budget.counters
-            switch result {
-            case .success(true):
-                counters.succeeded.add(1, ordering: .relaxed)
-            case .success(false):
-                counters.failed.add(1, ordering: .relaxed)
-                counters.firstError.withLock { $0 = $0 ?? "a call did not return status 200" }
-            case .failure(let error):
-                // A broken connection would otherwise spin: this loop stops, the others go on.
-                counters.failed.add(1, ordering: .relaxed)
-                counters.firstError.withLock { $0 = $0 ?? describe(error) }
-                done.succeed()
-                return
-            }
+            guard budget.counters.record(result) else { return done.succeed() }
             next(endpoint, budget, done)
         }
     }
