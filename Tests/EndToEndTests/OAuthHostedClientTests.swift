@@ -66,6 +66,7 @@ struct OAuthHostedClientTests {
         let entry = try #require(try await fixture.listedAccounts()[alice.handle])
         #expect(entry["oauth"]?["clientKind"] == "confidential")
         #expect(entry["oauth"]?["clientID"]?.stringValue == clientID)
+        #expect(entry["oauth"]?["clientKeyID"]?.stringValue == firstKeyID, "the session is bound to the key it logged in with")
         let ends = try #require(entry["oauth"]?["sessionEndsAt"]?.stringValue.flatMap { try? Date($0, strategy: .iso8601) })
         #expect(ends.timeIntervalSinceNow > 700 * 86_400, "a confidential session lasts up to 2 years, not 14 days")
 

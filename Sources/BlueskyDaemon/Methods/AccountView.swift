@@ -26,6 +26,7 @@ enum AccountView {
                 "scope": .string(oauth.scope),
                 "clientKind": .string(oauth.clientKind.rawValue),
                 "clientID": .string(oauth.clientID),
+                "clientKeyID": oauth.clientKeyID.map(JSONValue.string) ?? .null,
                 "sessionStartedAt": timestamp(oauth.sessionStartedAt),
                 "sessionEndsAt": timestamp(oauth.sessionEndsAt),
                 "sessionEndsSoon": .bool(record.sessionEndsSoon(now: Date())),
