@@ -11,6 +11,8 @@ struct RPCConnection: Sendable {
     let peer: PeerCredentials?
     let handler: any RPCMethodHandler
     let configuration: RPCServer.Configuration
+    /// Shared by every connection of the server.
+    let requestBytes: RequestByteBudget
     let logger: Logger
 
     /// Never throws: every failure ends this connection only.
@@ -94,9 +96,16 @@ struct RPCConnection: Sendable {
         case .line(let line):
             // Blank lines carry nothing (as in NDJSON): skip them rather than answer ParseError.
             if line.allSatisfy(Self.isJSONWhitespace) { return true }
-            guard let ticket = await queue.takeTicket() else { return false }
+            // Held from now until the reply is queued: past the budget, this reader waits.
+            guard await requestBytes.acquire(line.count) else { return false }
+            guard let ticket = await queue.takeTicket() else {
+                requestBytes.release(line.count)
+                return false
+            }
+            let requestBytes = self.requestBytes
             group.addTask {
                 queue.complete(ticket, with: await dispatcher.reply(to: line))
+                requestBytes.release(line.count)
             }
         }
         return true

@@ -66,7 +66,7 @@ extension RPCServer {
                         if draining { accepted.channel.channel.close(mode: .input, promise: nil) }
                         let connection = RPCConnection(
                             channel: accepted.channel, id: id, peer: accepted.peer, handler: handler,
-                            configuration: configuration, logger: logger)
+                            configuration: configuration, requestBytes: requestBytes, logger: logger)
                         let executor = EventLoopTaskExecutor(accepted.channel.channel.eventLoop)
                         group.addTask(executorPreference: executor) {
                             await connection.serve()

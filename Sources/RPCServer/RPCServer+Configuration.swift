@@ -15,6 +15,9 @@ extension RPCServer {
         /// replies a connection may have waiting: past it the server stops reading from that
         /// client until it reads its replies.
         public var maxConcurrentRequestsPerConnection: Int = 32
+        /// Request lines held at once across all connections, from reading to the reply; past
+        /// it the server reads no more until replies free some. Nil: four times `maxLineBytes`.
+        public var maxBufferedRequestBytes: Int?
         /// The only uid served; any other peer gets one `PermissionDenied` line.
         public var allowedUID: UInt32 = UInt32(getuid())
         /// How long requests in flight may run after shutdown begins before connections are
@@ -45,5 +48,13 @@ extension RPCServer {
         case path(String)
         /// An already bound and listening socket handed over, e.g. by systemd socket activation.
         case inheritedDescriptor(Int32)
+    }
+}
+
+extension RPCServer.Configuration {
+    /// `maxBufferedRequestBytes`, or its default, never below one maximum-size line.
+    var effectiveMaxBufferedRequestBytes: Int {
+        let fourLines = maxLineBytes.multipliedReportingOverflow(by: 4)
+        return max(maxBufferedRequestBytes ?? (fourLines.overflow ? Int.max : fourLines.partialValue), maxLineBytes)
     }
 }

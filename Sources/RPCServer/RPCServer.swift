@@ -15,6 +15,14 @@ public final class RPCServer: Sendable {
     let handler: any RPCMethodHandler
     let logger: Logger
     let state = LockedState(ServerState())
+    /// Request lines held across all connections (`Configuration.maxBufferedRequestBytes`).
+    let requestBytes: RequestByteBudget
+
+    /// Bytes of request lines held now, and how many connections wait for room to read more.
+    public var bufferedRequests: (bytes: Int, waitingConnections: Int) {
+        let usage = requestBytes.usage
+        return (usage.inUse, usage.waiting)
+    }
 
     /// A server that creates its socket at `socketPath` (see `run()` for the checks).
     public convenience init(
@@ -39,6 +47,7 @@ public final class RPCServer: Sendable {
         self.configuration = configuration
         self.handler = handler
         self.logger = logger
+        requestBytes = RequestByteBudget(capacity: configuration.effectiveMaxBufferedRequestBytes)
     }
 
     /// Listens and serves until cancelled or shut down.

@@ -20,6 +20,42 @@ struct RPCServerConcurrencyTests {
         }
     }
 
+    @Test("past the shared budget of buffered request bytes, another connection waits to be read; then it is served")
+    func sharedRequestByteBudget() async throws {
+        let handler = TestHandler()
+        var configuration = RPCServer.Configuration(maxLineBytes: 1024)
+        configuration.maxBufferedRequestBytes = 1024
+        try await withServer(configuration: configuration, handler: handler) { server in
+            let padding = String(repeating: "x", count: 600)
+            let first = try await server.connect()
+            try await first.send(#"{"jsonrpc":"2.0","method":"wait","params":{"latch":"A","tag":"big","pad":"\#(padding)"},"id":1}"#)
+            await handler.events.waitFor("started:big")
+            #expect(server.server.bufferedRequests.bytes > 600)
+
+            let second = try await server.connect()
+            try await second.send(#"{"jsonrpc":"2.0","method":"echo","params":{"tag":"other","pad":"\#(padding)"},"id":2}"#)
+            let deadline = ContinuousClock.now + .seconds(10)
+            while server.server.bufferedRequests.waitingConnections == 0, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(server.server.bufferedRequests.waitingConnections == 1, "the second line waits for room")
+            #expect(!handler.events.all.contains("started:other"))
+
+            handler.latches.open("A")
+            #expect(try await first.readReply()?["id"] == 1)
+            #expect(try await second.readReply()?["id"] == 2, "served once the first reply freed the room")
+            let events = handler.events.all
+            #expect(events.firstIndex(of: "started:other")! > events.firstIndex(of: "finished:big")!)
+            #expect(try await second.call("echo", ["still": "alive"]) == .success(["still": "alive"]))
+            // Released just after the reply is queued, so possibly a moment after the client read it.
+            let settled = ContinuousClock.now + .seconds(10)
+            while server.server.bufferedRequests.bytes != 0, ContinuousClock.now < settled {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(server.server.bufferedRequests.bytes == 0 && server.server.bufferedRequests.waitingConnections == 0)
+        }
+    }
+
     @Test("pipelined requests with decreasing run times are answered in order")
     func pipelinedOrder() async throws {
         try await withServer { server in
