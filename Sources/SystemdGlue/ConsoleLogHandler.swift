@@ -3,35 +3,22 @@ import Logging
 
 /// Readable log lines on stderr, for a terminal or a log file:
 /// `2026-11-23T14:48:16.123Z info blueskyd: session refreshed account=… did=… outcome=refreshed`.
-public struct ConsoleLogHandler: LogHandler {
-    public let label: String
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
-    private let control: LogLevelControl
-    private var ownLevel: Logger.Level?
+public typealias ConsoleLogHandler = SinkLogHandler<ConsoleLog>
 
+extension SinkLogHandler where Sink == ConsoleLog {
     public init(label: String, level: LogLevelControl,
                 metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider) {
-        self.label = label
-        self.control = level
-        self.metadataProvider = metadataProvider
+        self.init(label: label, sink: ConsoleLog(), level: level, metadataProvider: metadataProvider)
     }
+}
 
-    /// The shared level, unless this one logger was given its own.
-    public var logLevel: Logger.Level {
-        get { ownLevel ?? control.level }
-        set { ownLevel = newValue }
-    }
+/// Lines on stderr.
+public struct ConsoleLog: LogSink {
+    public init() {}
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    public func log(event: LogEvent) {
-        let line = Self.format(
-            date: Date(), level: event.level, label: label, message: event.message.description,
-            metadata: LogFields.merged(metadata, metadataProvider?.get(), event.metadata))
+    public func write(_ event: LogEvent, label: String, metadata: Logger.Metadata) {
+        let line = Self.format(date: Date(), level: event.level, label: label, message: event.message.description,
+                               metadata: metadata)
         FileHandle.standardError.write(Data(line.utf8))
     }
 

@@ -7,43 +7,31 @@ import Logging
 /// Each entry has MESSAGE, PRIORITY (from the log level), SYSLOG_IDENTIFIER, the code location,
 /// and every metadata key as an upper-case field, so `journalctl --user -u blueskyd
 /// DID=did:plc:…` or `OUTCOME=needs-login` finds the lines about one account or outcome.
-public struct JournalLogHandler: LogHandler {
-    public let label: String
-    public let identifier: String
-    public var metadata: Logger.Metadata = [:]
-    public var metadataProvider: Logger.MetadataProvider?
-    private let control: LogLevelControl
-    private var ownLevel: Logger.Level?
+public typealias JournalLogHandler = SinkLogHandler<JournalLog>
 
+extension SinkLogHandler where Sink == JournalLog {
     public init(label: String, identifier: String, level: LogLevelControl,
                 metadataProvider: Logger.MetadataProvider? = LoggingSystem.metadataProvider) {
-        self.label = label
+        self.init(label: label, sink: JournalLog(identifier: identifier), level: level, metadataProvider: metadataProvider)
+    }
+}
+
+/// Entries sent to the journal, tagged with `identifier`.
+public struct JournalLog: LogSink {
+    public let identifier: String
+
+    public init(identifier: String) {
         self.identifier = identifier
-        self.control = level
-        self.metadataProvider = metadataProvider
     }
 
-    public var logLevel: Logger.Level {
-        get { ownLevel ?? control.level }
-        set { ownLevel = newValue }
-    }
-
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-        get { metadata[key] }
-        set { metadata[key] = newValue }
-    }
-
-    public func log(event: LogEvent) {
+    public func write(_ event: LogEvent, label: String, metadata: Logger.Metadata) {
         let fields = Self.fields(
             level: event.level, message: event.message.description, identifier: identifier, label: label,
-            metadata: LogFields.merged(metadata, metadataProvider?.get(), event.metadata),
-            file: event.file, function: event.function, line: event.line)
+            metadata: metadata, file: event.file, function: event.function, line: event.line)
         guard Self.send(fields) else {
             // No journal to take it (log_target = journal outside systemd, journald restarting):
             // a line on stderr beats a lost entry.
-            FileHandle.standardError.write(Data(ConsoleLogHandler.format(
-                date: Date(), level: event.level, label: label, message: event.message.description,
-                metadata: LogFields.merged(metadata, metadataProvider?.get(), event.metadata)).utf8))
+            ConsoleLog().write(event, label: label, metadata: metadata)
             return
         }
     }

@@ -9,7 +9,7 @@ struct JournalFieldTests {
 
     private func fields(_ level: Logger.Level = .info, _ message: String = "session refreshed",
                         _ metadata: Logger.Metadata = [:]) -> [String: String] {
-        let list = JournalLogHandler.fields(level: level, message: message, identifier: "blueskyd", label: "blueskyd",
+        let list = JournalLog.fields(level: level, message: message, identifier: "blueskyd", label: "blueskyd",
                                             metadata: metadata, file: "X.swift", function: "f()", line: 7)
         var byName: [String: String] = [:]
         for field in list {
@@ -48,10 +48,10 @@ struct JournalFieldTests {
 
     @Test("field names are what the journal accepts")
     func fieldNames() {
-        #expect(JournalLogHandler.fieldName("retryInSeconds") == "RETRYINSECONDS")
-        #expect(JournalLogHandler.fieldName("_hidden") == "HIDDEN", "leading underscores are the journal's own")
-        #expect(JournalLogHandler.fieldName("1st") == "F_1ST")
-        #expect(JournalLogHandler.fieldName(String(repeating: "a", count: 80)).count == 64)
+        #expect(JournalLog.fieldName("retryInSeconds") == "RETRYINSECONDS")
+        #expect(JournalLog.fieldName("_hidden") == "HIDDEN", "leading underscores are the journal's own")
+        #expect(JournalLog.fieldName("1st") == "F_1ST")
+        #expect(JournalLog.fieldName(String(repeating: "a", count: 80)).count == 64)
     }
 
     @Test("a token that slips into a message or a metadata value is redacted in both outputs")
@@ -59,7 +59,7 @@ struct JournalFieldTests {
         let entry = fields(.error, "upstream said: Bearer \(Self.jwt) is bad", ["error": "\(Self.jwt)"])
         #expect(entry["MESSAGE"] == "upstream said: Bearer [redacted] is bad")
         #expect(entry["ERROR"] == "[redacted]")
-        let line = ConsoleLogHandler.format(date: Date(timeIntervalSince1970: 0), level: .error, label: "blueskyd",
+        let line = ConsoleLog.format(date: Date(timeIntervalSince1970: 0), level: .error, label: "blueskyd",
                                             message: "token \(Self.jwt)", metadata: ["error": "x \(Self.jwt) y"])
         #expect(!line.contains("eyJ"), "\(line)")
         #expect(line.hasSuffix("error blueskyd: token [redacted] error=x [redacted] y\n"), "\(line)")
@@ -74,10 +74,10 @@ struct JournalFieldTests {
 
     @Test("console lines keep one line per entry and sorted metadata")
     func consoleFormat() {
-        let line = ConsoleLogHandler.format(date: Date(timeIntervalSince1970: 0), level: .info, label: "blueskyd",
+        let line = ConsoleLog.format(date: Date(timeIntervalSince1970: 0), level: .info, label: "blueskyd",
                                             message: "two\nlines", metadata: ["b": "2", "a": "1"])
         #expect(line == "1970-01-01T00:00:00.000Z info blueskyd: two lines a=1 b=2\n")
-        let hostile = ConsoleLogHandler.format(date: Date(timeIntervalSince1970: 0), level: .info, label: "blueskyd",
+        let hostile = ConsoleLog.format(date: Date(timeIntervalSince1970: 0), level: .info, label: "blueskyd",
                                                message: "reason", metadata: ["reason": "\u{1B}[2J\u{1B}[31mred\r\n"])
         #expect(hostile == "1970-01-01T00:00:00.000Z info blueskyd: reason reason=\\u{1b}[2J\\u{1b}[31mred  \n",
                 "a server's escape sequences never reach the terminal: \(hostile)")
