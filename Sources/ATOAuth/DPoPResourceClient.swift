@@ -34,34 +34,20 @@ public struct DPoPResourceClient: Sendable {
         } catch {
             throw .proof(error)
         }
-        let origin = target.target.origin
-        let signer = DPoPSigner(key: dpopKey, now: now)
         let baseHeaders = request.headers.filter { name, _ in
             let lowered = name.lowercased()
             return lowered != "authorization" && lowered != "dpop"
         }
-        var attempt = 0
-        while true {
-            attempt += 1
-            let sentNonce = nonces.nonce(account: account, origin: origin)
-            let proof: String
-            let skew = clockSkew.offset
-            do {
-                proof = try signer.proof(for: target, nonce: sentNonce, clockSkew: skew)
-            } catch {
-                throw .proof(error)
-            }
+        let exchange = DPoPExchange(request: target, signer: DPoPSigner(key: dpopKey, now: now), nonces: nonces,
+                                    clockSkew: clockSkew, scope: account, now: now)
+        return try await exchange.run(proofFailed: DPoPResourceError.proof) { proof throws(DPoPResourceError) in
             var outbound = request
             outbound.headers = baseHeaders + [("Authorization", "DPoP " + accessToken), ("DPoP", proof)]
-            let response: InboundResponse
-            do {
-                response = try await http.send(outbound, timeout: timeout)
+            do throws(HTTPError) {
+                return try await http.send(outbound, timeout: timeout)
             } catch {
                 throw .transport(error)
             }
-            guard DPoPAnswer.shouldSignAgain(
-                response, attempt: attempt, sentNonce: sentNonce, skewUsed: skew, nonces: nonces, scope: account,
-                origin: origin, clockSkew: clockSkew, receivedAt: now()) else { return response }
         }
     }
 }

@@ -111,21 +111,11 @@ public struct OAuthServerClient: Sendable {
         } catch {
             throw .proof(error)
         }
-        let origin = request.target.origin
-        let signer = DPoPSigner(key: dpopKey, now: now)
-        var attempt = 0
-        while true {
-            attempt += 1
-            let sentNonce = nonces.nonce(account: nonceScope, origin: origin)
-            let proof: String
-            let skew = clockSkew.offset
-            do {
-                proof = try signer.proof(for: request, nonce: sentNonce, clockSkew: skew)
-            } catch {
-                throw .proof(error)
-            }
+        let exchange = DPoPExchange(request: request, signer: DPoPSigner(key: dpopKey, now: now), nonces: nonces,
+                                    clockSkew: clockSkew, scope: nonceScope, now: now)
+        return try await exchange.run(proofFailed: OAuthClientError.proof) { proof throws(OAuthClientError) in
             let form: FormBody
-            do {
+            do throws(ClientAssertionError) {
                 form = try makeForm(now().addingTimeInterval(clockSkew.offset))
             } catch {
                 throw .clientAssertion(error)
@@ -133,15 +123,11 @@ public struct OAuthServerClient: Sendable {
             let outbound = OutboundRequest(method: "POST", url: url, headers: [
                 ("Content-Type", FormBody.contentType), ("Accept", "application/json"), ("DPoP", proof),
             ], body: Array(form.encoded.utf8))
-            let response: InboundResponse
-            do {
-                response = try await http.send(outbound)
+            do throws(HTTPError) {
+                return try await http.send(outbound)
             } catch {
                 throw .transport(error)
             }
-            guard DPoPAnswer.shouldSignAgain(
-                response, attempt: attempt, sentNonce: sentNonce, skewUsed: skew, nonces: nonces, scope: nonceScope,
-                origin: origin, clockSkew: clockSkew, receivedAt: now()) else { return response }
         }
     }
 }
