@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
-        .target(name: "DPoP", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "DPoP", dependencies: ["JSONRPC", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "ATOAuth", dependencies: [
             "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),

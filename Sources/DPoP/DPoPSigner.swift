@@ -34,11 +34,11 @@ public struct DPoPSigner: Sendable {
         var generator = SystemRandomNumberGenerator()
         withUnsafeBytes(of: (generator.next() as UInt64, generator.next() as UInt64)) { Base64URL.append($0, to: &claims) }
         claims.append(UInt8(ascii: "\""))
-        JSONText.appendMember("htm", request.method, to: &claims)
-        JSONText.appendMember("htu", request.target.string, to: &claims)
-        JSONText.appendMember("iat", issuedAt, to: &claims)
-        if let nonce { JSONText.appendMember("nonce", nonce, to: &claims) }
-        if let ath = request.accessTokenHash { JSONText.appendMember("ath", ath, to: &claims) }
+        ClaimsJSON.appendMember("htm", request.method, to: &claims)
+        ClaimsJSON.appendMember("htu", request.target.string, to: &claims)
+        ClaimsJSON.appendMember("iat", issuedAt, to: &claims)
+        if let nonce { ClaimsJSON.appendMember("nonce", nonce, to: &claims) }
+        if let ath = request.accessTokenHash { ClaimsJSON.appendMember("ath", ath, to: &claims) }
         claims.append(UInt8(ascii: "}"))
         do {
             return try ES256.compactJWS(headerPrefix: key.proofHeaderPrefix, payload: claims, key: key.privateKey)

@@ -49,19 +49,31 @@ extension JSONValue {
 
     private static let hexDigits = Array("0123456789abcdef".utf8)
 
-    static func appendString(_ string: String, to output: inout [UInt8]) {
+    /// Appends `string` as a JSON string literal, escaping what RFC 8259 requires (and no more:
+    /// slashes and non-ASCII text stay as they are).
+    public static func appendString(_ string: String, to output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
-        for byte in string.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                           hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
-            default: output.append(byte)
+        // The common case (identifiers, URLs, base64url, nonces) needs no escaping: one copy.
+        let copied = string.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+                return false
+            }
+            output.append(contentsOf: bytes)
+            return true
+        }
+        if copied != true {
+            for byte in string.utf8 {
+                switch byte {
+                case UInt8(ascii: "\""): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+                case UInt8(ascii: "\\"): output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+                case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+                case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+                case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+                case 0..<0x20:
+                    output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                               hexDigits[Int(byte >> 4)], hexDigits[Int(byte & 0xF)]])
+                default: output.append(byte)
+                }
             }
         }
         output.append(UInt8(ascii: "\""))
