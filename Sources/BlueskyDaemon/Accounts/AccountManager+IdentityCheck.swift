@@ -26,8 +26,9 @@ extension AccountManager {
         case unresolved
     }
 
-    /// Rechecks the identity when the last check is older than the interval, off the caller's
-    /// path (a scheduled refresh must not hold its slot through directory timeouts).
+    /// Rechecks the identity when the last check is older than the interval, or at once when the
+    /// PDS reported a handle not yet verified; off the caller's path (a scheduled refresh must
+    /// not hold its slot through directory timeouts).
     func recheckIdentityIfDue(of session: AccountSession) async {
         guard await session.identityCheckDue(interval: Self.identityRecheckInterval) else { return }
         // When enough run already, this one stays due and starts after a later refresh.
@@ -105,7 +106,9 @@ extension AccountManager {
 }
 
 extension AccountSession {
+    /// Due every `interval`, and at once for a handle the PDS reported but nobody verified yet.
     func identityCheckDue(interval: TimeInterval) -> Bool {
+        if record.handle != nil, !record.handleVerified, identityCheckInFlight == nil { return true }
         guard let identityCheckedAt else { return true }
         return environment.now().timeIntervalSince(identityCheckedAt) >= interval
     }

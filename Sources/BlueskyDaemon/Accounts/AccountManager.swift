@@ -58,7 +58,6 @@ final class AccountManager: Sendable {
         guard let session = try? registry.session(id.uuidString) else { return nil }
         do {
             try await session.refresh()
-            await confirmHandle(of: session)
             await recheckIdentityIfDue(of: session)
         } catch {
             // Already recorded and logged by the session; the next date reflects the outcome.
@@ -152,7 +151,6 @@ final class AccountManager: Sendable {
     func refreshNow(_ reference: String?) async throws(DaemonError) -> AccountRecord {
         let session = try registry.session(reference)
         try await session.refresh()
-        await confirmHandle(of: session)
         // Asked for by a person: look at the DID document now (a new handle or PDS).
         await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) }
         await scheduler.schedule(session.id, at: await session.nextRefreshDate())

@@ -61,7 +61,7 @@ extension AccountSession {
         let renamed = session.handle.map { $0 != record.handle } ?? false
         if renamed {
             // The PDS's word alone does not make a handle ours: it stays unverified (and is not
-            // looked up by) until the identity check of AccountManager.confirmHandle passes.
+            // looked up by) until AccountManager's identity recheck verifies it both ways.
             updated.handle = session.handle
             updated.handleVerified = false
         }
