@@ -15,17 +15,6 @@ extension AccountManager {
     /// However many calls a PDS refuses, the DID document is read again at most this often.
     static let refusedCallRecheckInterval: TimeInterval = 60
 
-    /// What a recheck found.
-    enum IdentityChange: Sendable, Equatable {
-        case unchanged
-        /// The handle, its verification or the PDS changed, and the account uses them now.
-        case updated(pdsMoved: Bool)
-        /// The account moved to a PDS whose authorization server did not grant its session.
-        case needsLogin
-        /// The DID document could not be read: nothing changed.
-        case unresolved
-    }
-
     /// Rechecks the identity when the last check is older than the interval, or at once when the
     /// PDS reported a handle not yet verified; off the caller's path (a scheduled refresh must
     /// not hold its slot through directory timeouts).
@@ -46,12 +35,12 @@ extension AccountManager {
         return await session.pdsURL.map { Self.origin($0.absoluteString) != Self.origin(used.absoluteString) } ?? false
     }
 
-    /// Resolves the account's DID afresh and brings its handle and PDS up to date.
-    @discardableResult
-    func recheckIdentity(of session: AccountSession) async -> IdentityChange {
+    /// Resolves the account's DID afresh and brings its handle and PDS up to date; when the
+    /// document cannot be read, or a server is down, nothing changes.
+    func recheckIdentity(of session: AccountSession) async {
         let record = await session.record
         await session.noteIdentityChecked()
-        guard let did = DID(record.did) else { return .unresolved }
+        guard let did = DID(record.did) else { return }
         identity.invalidate(.did(did))
         // The handle's answer may have changed too (taken by another DID).
         if let handle = record.handle.flatMap(Handle.init) { identity.invalidate(.handle(handle)) }
@@ -62,7 +51,7 @@ extension AccountManager {
             logger.notice("could not recheck the account's identity", metadata: [
                 "account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)", "reason": "\(error)",
             ])
-            return .unresolved
+            return
         }
         let pds = resolved.pds.absoluteString
         let pdsMoved = Self.origin(pds) != Self.origin(record.pds)
@@ -72,13 +61,13 @@ extension AccountManager {
             } catch .oauthLogin(let verdict) where verdict.isIssuerVerdict {
                 let reason = "the account moved to \(pds), whose authorization server did not grant this session; log in again"
                 await session.markMovedAway(from: record, reason: reason, detail: verdict.message)
-                return .needsLogin
+                return
             } catch {
                 // The new PDS or the directory is down: that says nothing about the session.
                 logger.notice("could not check the authorization server of the account's new PDS", metadata: [
                     "account": "\(record.id.uuidString.lowercased())", "pds": "\(pds)", "reason": "\(error.description)",
                 ])
-                return .unresolved
+                return
             }
         }
         let handle = resolved.handle?.description
@@ -89,14 +78,13 @@ extension AccountManager {
             // earlier verification; the handle now leading to another DID takes it away.
             if let owner = try? await identity.resolveHandle(parsed), owner != did { verified = false }
         }
-        guard pdsMoved || renamed || verified != record.handleVerified else { return .unchanged }
+        guard pdsMoved || renamed || verified != record.handleVerified else { return }
         do {
             try await session.adoptIdentity(handle: handle, handleVerified: verified, pds: pdsMoved ? pds : nil)
         } catch {
             logger.error("cannot save the account's new identity", metadata: ["error": "\(error)"])
-            return .unresolved
+            return
         }
-        return .updated(pdsMoved: pdsMoved)
     }
 
     /// `scheme://host[:port]`, so that a trailing slash or a path is not a move.
@@ -117,12 +105,12 @@ extension AccountSession {
 
     /// Runs `check` unless one is running (then waits for it) or one ran less than
     /// `minimumInterval` ago: concurrent refused calls share one look at the DID document.
-    func sharedIdentityCheck(minimumInterval: TimeInterval, _ check: @escaping @Sendable () async -> AccountManager.IdentityChange) async {
-        if let running = identityCheckInFlight { return _ = await running.value }
+    func sharedIdentityCheck(minimumInterval: TimeInterval, _ check: @escaping @Sendable () async -> Void) async {
+        if let running = identityCheckInFlight { return await running.value }
         if minimumInterval > 0, let last = identityCheckedAt, environment.now().timeIntervalSince(last) < minimumInterval { return }
         let task = Task { await check() }
         identityCheckInFlight = task
-        _ = await task.value
+        await task.value
         identityCheckInFlight = nil
     }
 

@@ -27,7 +27,7 @@ actor AccountSession {
     var refreshInFlight: Task<AccountSecrets, any Error>?
     /// When the DID document was last looked at again (handle and PDS changes).
     var identityCheckedAt: Date?
-    var identityCheckInFlight: Task<AccountManager.IdentityChange, Never>?
+    var identityCheckInFlight: Task<Void, Never>?
     /// Consecutive transient failures, for the backoff.
     var failedAttempts = 0
     var retryAt: Date?
