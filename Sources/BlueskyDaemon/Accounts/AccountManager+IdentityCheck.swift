@@ -15,6 +15,13 @@ extension AccountManager {
     /// However many calls a PDS refuses, the DID document is read again at most this often.
     static let refusedCallRecheckInterval: TimeInterval = 60
 
+    /// A loaded account's "last checked" date, at random within the interval, so that a restart
+    /// spreads the next checks out instead of reading every DID document at once. Never within
+    /// the last minute: that would also hold back a refused call's recheck.
+    static func seededIdentityCheck(now: Date) -> Date {
+        now.addingTimeInterval(-Double.random(in: refusedCallRecheckInterval..<identityRecheckInterval))
+    }
+
     /// Rechecks the identity when the last check is older than the interval, or at once when the
     /// PDS reported a handle not yet verified; off the caller's path (a scheduled refresh must
     /// not hold its slot through directory timeouts).
@@ -112,14 +119,6 @@ extension AccountSession {
         identityCheckInFlight = task
         await task.value
         identityCheckInFlight = nil
-    }
-
-    /// Spreads the first periodic recheck of loaded accounts over the interval, so that a
-    /// restart does not read every DID document at once.
-    func seedIdentityCheck(interval: TimeInterval) {
-        // Never within the last minute: that would also hold back a refused call's recheck.
-        let minimum = AccountManager.refusedCallRecheckInterval
-        identityCheckedAt = environment.now().addingTimeInterval(-Double.random(in: minimum..<max(interval, minimum + 1)))
     }
 
     /// Saves what the DID document now says: the handle (naming the account only if verified)

@@ -28,8 +28,8 @@ final class AccountManager: Sendable {
     func loadAll() async throws {
         let records = try store.allAccounts()
         for record in records {
-            let session = AccountSession(record: record, environment: environment)
-            await session.seedIdentityCheck(interval: Self.identityRecheckInterval)
+            let session = AccountSession(record: record, environment: environment,
+                                         identityCheckedAt: Self.seededIdentityCheck(now: environment.now()))
             registry.insert(session, record: record)
             if let started = record.refreshStartedAt {
                 // The daemon stopped while a refresh was in flight: its outcome is unknown. The

@@ -32,10 +32,13 @@ actor AccountSession {
     var failedAttempts = 0
     var retryAt: Date?
 
-    init(record: AccountRecord, environment: SessionEnvironment) {
+    /// - Parameter identityCheckedAt: when the DID document was last read (nil: never, so a
+    ///   check is due).
+    init(record: AccountRecord, environment: SessionEnvironment, identityCheckedAt: Date? = nil) {
         self.id = record.id
         self.record = record
         self.environment = environment
+        self.identityCheckedAt = identityCheckedAt
     }
 
     var logger: Logger {
