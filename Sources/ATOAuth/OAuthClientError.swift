@@ -1,5 +1,6 @@
 import BlueskyHTTP
 import DPoP
+import Foundation
 
 /// Failures of a request to the authorization server, each with one clear line.
 public enum OAuthClientError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -7,8 +8,9 @@ public enum OAuthClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case transport(HTTPError)
     /// The server answered with an OAuth error; `invalid_grant` keeps its reason.
     case server(OAuthErrorResponse)
-    /// The server answered something that is neither success nor an OAuth error.
-    case unexpectedResponse(status: Int, endpoint: String)
+    /// The server answered something that is neither success nor an OAuth error (a proxy's
+    /// HTML page, say), with the wait it asked for, if any.
+    case unexpectedResponse(status: Int, endpoint: String, retryAfter: TimeInterval? = nil)
     /// A successful token response that breaks the atproto rules.
     case invalidTokenResponse(TokenResponseError)
     /// A successful PAR response without a usable `request_uri`.
@@ -20,7 +22,7 @@ public enum OAuthClientError: Error, Sendable, Equatable, CustomStringConvertibl
         switch self {
         case .transport(let error): error.description
         case .server(let error): "the authorization server refused: \(error)"
-        case .unexpectedResponse(let status, let endpoint): "\(endpoint) answered HTTP \(status) without an OAuth error"
+        case .unexpectedResponse(let status, let endpoint, _): "\(endpoint) answered HTTP \(status) without an OAuth error"
         case .invalidTokenResponse(let error): "unusable token response: \(error)"
         case .invalidPushedAuthorizationResponse: "the PAR response has no request_uri"
         case .proof(let error): error.description
@@ -38,7 +40,7 @@ public enum OAuthClientError: Error, Sendable, Equatable, CustomStringConvertibl
     public var isTransient: Bool {
         switch self {
         case .transport(let error): error.isTransient
-        case .unexpectedResponse(let status, _): status >= 500
+        case .unexpectedResponse(let status, _, _): status >= 500
         case .server(let error): error.status >= 500
         default: false
         }

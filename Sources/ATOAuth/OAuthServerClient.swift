@@ -94,10 +94,10 @@ public struct OAuthServerClient: Sendable {
 
     private static func failure(_ response: InboundResponse, endpoint: String) -> OAuthClientError {
         if var error = OAuthErrorResponse(status: response.status, body: response.body) {
-            error.retryAfter = response.header("Retry-After").flatMap(TimeInterval.init).map { max(0, $0) }
+            error.retryAfter = response.serverAskedWait()
             return .server(error)
         }
-        return .unexpectedResponse(status: response.status, endpoint: endpoint)
+        return .unexpectedResponse(status: response.status, endpoint: endpoint, retryAfter: response.serverAskedWait())
     }
 
     /// POSTs the form `makeForm` builds (called per attempt, so assertions are fresh) with a

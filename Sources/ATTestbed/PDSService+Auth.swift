@@ -48,6 +48,7 @@ extension PDSService {
         }
         guard claims.scope == TokenScope.access || claims.scope == TokenScope.appPassword else { throw Self.badScope }
         guard let account = context.accounts.account(did: claims.sub) else { throw Self.unverifiable }
+        _ = try checkHosted(account, request: request) { Self.unverifiable }
         let live = account.data.withLock { data in
             let live = data.accessTokenIsLive(jti: claims.jti)
             if live { data.stats.authenticatedCalls += 1 }

@@ -57,9 +57,7 @@ extension PDSService {
             throw refuse("Token has been revoked")
         }
         guard let account = context.accounts.account(did: did) else { throw refuse("Unknown account") }
-        // An account that moved is no longer served under the name it left (nor before it moves).
-        let served = request.host == context.pdsAliasHost ? context.pdsAliasURL : context.pdsURL
-        guard served == context.pdsURL(ofDID: did) else { throw refuse("Account is not hosted here") }
+        let served = try checkHosted(account, request: request) { refuse("Account is not hosted here") }
         let proof = request.headers.first(name: "dpop")
         do {
             _ = try oauth.pdsVerifier.verify(
@@ -81,6 +79,20 @@ extension PDSService {
             scope: TokenScope.access, sub: did, aud: claims.audience, iat: claims.issuedAt, exp: claims.expiresAt,
             jti: claims.jti)
         return Authenticated(account: account, claims: legacyView)
+    }
+
+    /// The URL this request reached the account under. The PDS an account moved away from
+    /// answers as the reference PDS does for a migrated (deactivated) account: 401
+    /// `AccountDeactivated`; the new PDS knows nobody before the move (`notHere`).
+    func checkHosted(_ account: AccountState, request: TestbedRequest, notHere: () -> XRPCError) throws(XRPCError) -> String {
+        let served = request.host == context.pdsAliasHost ? context.pdsAliasURL : context.pdsURL
+        let home = context.pdsURL(ofDID: account.did)
+        guard served != home else { return served }
+        if served == context.pdsURL {
+            account.data.withLock { $0.stats.deactivatedRejections += 1 }
+            throw XRPCError(.unauthorized, "AccountDeactivated", "Account is deactivated")
+        }
+        throw notHere()
     }
 
     /// 401 with the error in `WWW-Authenticate` (what DPoP clients read) and in the XRPC body.

@@ -145,6 +145,8 @@ public struct AccountStats: Sendable, Equatable {
     public var expiredAccessRejections = 0
     /// Calls that passed access-token authentication.
     public var authenticatedCalls = 0
+    /// Calls refused with 401 `AccountDeactivated` by the PDS the account moved away from.
+    public var deactivatedRejections = 0
 
     public init() {}
 }

@@ -42,8 +42,10 @@ public struct Daemon: Sendable {
             throw DaemonStartupError(String(describing: error))
         }
         defer { withExtendedLifetime(lock) {} }
-        let key = try startup(StoreKey.load(keyFile: stateDirectory.url.appendingPathComponent("store.key")))
+        let keyFile = stateDirectory.url.appendingPathComponent("store.key")
+        let key = try startup(StoreKey.load(keyFile: keyFile))
         let store = try startup(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
+        try checkStoreKey(store, keyFile: keyFile)
         let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
         // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
         // the hot path, through the lean keep-alive client on the caller's event loop.
@@ -55,7 +57,7 @@ public struct Daemon: Sendable {
         }
         let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
-        let scheduler = RefreshScheduler(maxConcurrent: configuration.maxConcurrentRefreshes, now: { Date() })
+        let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() })
         let oauthClient = try startup(OAuthClientIdentity.load(settings: configuration.oauthClient, store: store, now: Date(),
                                                                logger: logger))
         let environment = SessionEnvironment(
@@ -126,6 +128,12 @@ public struct Daemon: Sendable {
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }
+        // Refreshes started by calls (not only the scheduler's) may still be between the
+        // server's rotation and the save: the clients and the store stay open until they end.
+        if environment.refreshes.running > 0 {
+            logger.info("waiting for refreshes in flight", metadata: ["count": "\(environment.refreshes.running)"])
+        }
+        await environment.refreshes.waitUntilIdle()
         await callHTTP.shutdown()
         try? await http.shutdown()
         do {
@@ -138,6 +146,20 @@ public struct Daemon: Sendable {
             throw failure
         }
         logger.info("blueskyd stopped")
+    }
+
+    /// A key that does not open the store's secrets (a replaced `store.key`) would fail every
+    /// refresh later; say so now, naming the key file, as a configuration error.
+    private func checkStoreKey(_ store: AccountStore, keyFile: URL) throws(DaemonStartupError) {
+        do {
+            try store.verifyKey()
+        } catch StoreError.secretDoesNotOpen, StoreError.clientKeyDoesNotOpen {
+            throw DaemonStartupError(
+                "the store key \(StoreKey.source(keyFile: keyFile)) does not open the secrets in \(store.databasePath) "
+                    + "(was it replaced? put the original key back)", exitCode: .configuration)
+        } catch {
+            throw DaemonStartupError("cannot check the store key: \(error)")
+        }
     }
 
     /// One start-up step; its failure becomes the one line blueskyd exits with.

@@ -9,7 +9,9 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case authFactorTokenRequired(String)
     case authenticationFailed(String)
     case identityResolutionFailed(String)
-    case upstreamUnavailable(String)
+    /// A server (or the store) cannot be used now; `retryAfter`: seconds until the account's
+    /// next try, when it waits in a backoff.
+    case upstreamUnavailable(String, retryAfter: TimeInterval? = nil)
     case accountExists(UUID)
     case invalidParams(String, field: String?)
     case shuttingDown
@@ -21,6 +23,9 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case notConfidentialClient
 
     public var description: String { rpcError.message }
+
+    /// Whole seconds to wait, rounded up so that a client waiting that long finds the wait over.
+    static func seconds(_ interval: TimeInterval) -> Int { max(0, Int(interval.rounded(.up))) }
 
     public var rpcError: RPCError {
         switch self {
@@ -43,9 +48,11 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
         case .identityResolutionFailed(let reason):
             RPCError(code: -32006, name: "IdentityResolutionFailed", message: "cannot resolve identity: \(reason)",
                      extra: ["reason": .string(reason)])
-        case .upstreamUnavailable(let reason):
-            RPCError(code: -32007, name: "UpstreamUnavailable", message: "the server is unavailable: \(reason)",
-                     extra: ["reason": .string(reason)])
+        case .upstreamUnavailable(let reason, let retryAfter):
+            RPCError(code: -32007, name: "UpstreamUnavailable",
+                     message: "the server is unavailable: \(reason)" + (retryAfter.map { "; next try in \(Self.seconds($0)) s" } ?? ""),
+                     extra: retryAfter.map { ["reason": .string(reason), "retryAfter": .number(Double(Self.seconds($0)))] }
+                         ?? ["reason": .string(reason)])
         case .accountExists(let id):
             RPCError(code: -32008, name: "AccountExists",
                      message: "that account is already registered as \(id.uuidString.lowercased())",

@@ -10,7 +10,9 @@ extension AccountStore {
         let sealed = try sealer.seal(secrets, account: record.id)
         try performWrite("replacing an account's session") { db in
             try Self.updateMetadata(db, record)
-            try db.execute(sql: "UPDATE account SET sealed_secrets = ? WHERE id = ?", arguments: [sealed, record.id])
+            // New tokens from a login: no refresh of the old ones is in flight any more.
+            try db.execute(sql: "UPDATE account SET sealed_secrets = ?, refresh_started_at = NULL WHERE id = ?",
+                           arguments: [sealed, record.id])
             try db.execute(sql: "DELETE FROM dpop_nonce WHERE account_id = ?", arguments: [record.id])
         }
     }

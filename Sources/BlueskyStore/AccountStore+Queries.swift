@@ -62,3 +62,21 @@ extension AccountStore {
         return try sealer.open(blob, account: id)
     }
 }
+
+extension AccountStore {
+    /// Checks that the store key opens what the store holds: one account's secrets and every
+    /// client signing key. A replaced `store.key` is found at start rather than at the first
+    /// refresh, which would otherwise fail for every account at once.
+    /// - Throws: `StoreError.secretDoesNotOpen` or `.clientKeyDoesNotOpen`.
+    public func verifyKey() throws {
+        let sample = try performRead("checking the store key") { db in
+            try Row.fetchOne(db, sql: "SELECT id, sealed_secrets FROM account ORDER BY created_at LIMIT 1")
+        }
+        if let sample {
+            let id: UUID = sample["id"]
+            let blob: Data = sample["sealed_secrets"]
+            _ = try sealer.open(blob, account: id)
+        }
+        _ = try clientKeys()
+    }
+}

@@ -36,18 +36,26 @@ extension AccountStore {
         }
     }
 
-    /// Saves the metadata of an account (everything but secrets and `isDefault`,
-    /// which only `setDefault(id:)` changes).
+    /// Saves the metadata of an account: everything but the secrets, `isDefault` (which only
+    /// `setDefault(id:)` changes) and the write-ahead refresh mark (which only the refresh
+    /// writes: `markRefreshStarted`, `saveRefreshedSession`, `endRefresh`).
     public func update(_ record: AccountRecord) throws {
         try performWrite("updating an account") { db in try Self.updateMetadata(db, record) }
     }
 
-    /// Writes every column but the id and `isDefault`, mapping a missing row and a taken DID or
+    /// The columns a metadata update never writes: the key, the default flag, and the
+    /// write-ahead mark, so that a metadata change made from a stale in-memory record cannot
+    /// set or clear a refresh's mark.
+    static let unwrittenByMetadataUpdates: Set<String> = [
+        AccountColumn.id.name, AccountColumn.isDefault.name, AccountColumn.refreshStartedAt.name,
+    ]
+
+    /// Writes every column but the id, `isDefault` and the mark, mapping a missing row and a taken DID or
     /// handle to their `StoreError`s.
     static func updateMetadata(_ db: Database, _ record: AccountRecord) throws {
         let columns = AccountRecord.databaseSelection
             .compactMap { ($0 as? Column)?.name }
-            .filter { $0 != AccountColumn.id.name && $0 != AccountColumn.isDefault.name }
+            .filter { !unwrittenByMetadataUpdates.contains($0) }
         do {
             try record.update(db, columns: columns)
         } catch is RecordError {
@@ -96,6 +104,13 @@ extension AccountStore {
                 arguments: [at.storedSeconds, at.storedSeconds, id])
             guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
         }
+    }
+
+    /// Records the known outcome of a refresh that did not rotate the tokens: the account's
+    /// state and reason, and the write-ahead mark cleared (the server answered, so the refresh
+    /// token's fate is known).
+    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
+        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
     }
 
     /// Sets an account's state and the reason shown to users.

@@ -18,6 +18,8 @@ public final class AccountStore: Sendable {
     let pool: DatabasePool
     let sealer: SecretSealer
     let logger: Logger
+    /// Whether writes succeed; the daemon's status shows an outage.
+    public let health: StoreHealth
 
     /// Opens (creating if needed) the registry in `directory`.
     ///
@@ -64,6 +66,7 @@ public final class AccountStore: Sendable {
         self.pool = pool
         self.sealer = SecretSealer(key: key)
         self.logger = logger
+        self.health = StoreHealth(logger: logger)
         logger.info("account store opened", metadata: [
             "path": "\(path)",
             "key-fingerprint": "\(StoreKey.keyFingerprint(key))",
@@ -99,12 +102,26 @@ public final class AccountStore: Sendable {
     // MARK: - Transactions with error context
 
     /// Runs `body` in one write transaction, mapping errors to `StoreError`.
+    ///
+    /// Failures that say nothing about the disk (a missing account, a taken DID) are the
+    /// caller's; every other one starts or continues an outage in `health`.
     func performWrite<T>(_ context: String, _ body: (Database) throws -> T) throws -> T {
+        if let fault = health.injectedFault {
+            health.recordFailure(fault)
+            throw StoreError.database(context: context, reason: fault)
+        }
         do {
-            return try pool.write(body)
+            let result = try pool.write(body)
+            health.recordSuccess()
+            return result
         } catch let error as StoreError {
+            if case .database(_, let reason) = error { health.recordFailure(reason) } else { health.recordSuccess() }
             throw error
+        } catch let error as DatabaseError where error.resultCode != .SQLITE_CONSTRAINT {
+            health.recordFailure(error.message ?? "\(error.resultCode)")
+            throw StoreError.database(context: context, reason: "\(error)")
         } catch {
+            health.recordFailure("\(error)")
             throw StoreError.database(context: context, reason: "\(error)")
         }
     }

@@ -41,6 +41,17 @@ public enum StoreKey {
         return try loadOrCreateKeyFile(keyFile.path)
     }
 
+    /// Where `load` takes the key from with this environment: the credential when systemd
+    /// passed one, else `keyFile`. For messages that must name the file.
+    public static func source(credentialName: String = "blueskyd-store-key", keyFile: URL,
+                              environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            let credential = URL(fileURLWithPath: directory).appendingPathComponent(credentialName).path
+            if FileManager.default.fileExists(atPath: credential) { return credential }
+        }
+        return keyFile.path
+    }
+
     /// A short, stable identifier of a key for logs: the first 8 bytes of its
     /// SHA-256, in hex. It reveals nothing usable about the key.
     public static func keyFingerprint(_ key: SymmetricKey) -> String {

@@ -39,8 +39,16 @@ public enum StatusSummary {
         var lines = [running]
         if let socket = info["socket"]?.stringValue { lines.append("socket:        \(socket)") }
         if let directory = info["stateDirectory"]?.stringValue { lines.append("state:         \(directory)") }
-        lines.append("accounts:      \(number(status["accounts"])) (\(number(status["active"])) active, "
-            + "\(number(status["needsLogin"])) need login, \(number(status["refreshing"])) refreshing)")
+        if let outage = status["storeUnavailable"], let reason = outage["reason"]?.stringValue {
+            var line = "store:         unavailable: \(Console.terminalSafe(reason))"
+            if let since = outage["since"]?.stringValue.flatMap(Timestamp.parse) {
+                line += " (since \(Timestamp.format(since)); refreshes wait until it can be written)"
+            }
+            lines.append(line)
+        }
+        var counts = "\(number(status["active"])) active, \(number(status["needsLogin"])) need login"
+        if let retrying = status["retrying"]?.intValue, retrying > 0 { counts += ", \(retrying) retrying" }
+        lines.append("accounts:      \(number(status["accounts"])) (\(counts), \(number(status["refreshing"])) refreshing)")
         lines.append("default:       \(status["defaultAccount"]?.stringValue ?? "none")")
         if let next = status["nextRefreshAt"]?.stringValue.flatMap(Timestamp.parse) {
             lines.append("next refresh:  \(RelativeTime.upcoming(next, now: now)) (\(Timestamp.format(next)))")

@@ -28,10 +28,33 @@ public struct LegacySessionClient: Sendable {
     }
 
     /// Rotates both tokens. The returned refresh token replaces the old one for good.
+    ///
+    /// Only the reference PDS's answers to a revoked, expired or unverifiable refresh token
+    /// (`ExpiredToken`, `InvalidToken`) and a taken-down account (`AccountTakedown`) reject
+    /// the session; any other failure is `transient`, and a success that cannot be read is
+    /// `noAnswer` (the token may be spent).
     public func refreshSession(pds: URL, refreshJwt: String) async throws(SessionError) -> LegacySession {
         let request = XRPCRequest(service: pds, nsid: "com.atproto.server.refreshSession", kind: .procedure)
-        let response = try await send(request, authorization: "Bearer \(refreshJwt)")
-        return try Self.session(from: response)
+        let response = try await send(request, authorization: "Bearer \(refreshJwt)", classify: Self.classifyRefresh)
+        do {
+            return try Self.session(from: response)
+        } catch {
+            throw .noAnswer(error.reason)
+        }
+    }
+
+    /// The XRPC error names with which the reference PDS refuses a refresh token for good.
+    static let definitiveRefreshErrors: Set<String> = ["ExpiredToken", "InvalidToken", "AccountTakedown"]
+
+    /// Maps a failed refresh answer: definitive only for `definitiveRefreshErrors`.
+    static func classifyRefresh(_ response: InboundResponse) -> SessionError {
+        let body = XRPCErrorBody(response: response)
+        let summary = body?.summary ?? "HTTP \(response.status)"
+        switch body?.error {
+        case "ExpiredToken": return .expiredToken(summary)
+        case let name? where definitiveRefreshErrors.contains(name) && !response.isTransientFailure: return .rejected(summary)
+        default: return .transient("HTTP \(response.status): \(summary)", retryAfter: response.serverAskedWait())
+        }
     }
 
     /// Ends the server session; the refresh token stops working.
@@ -40,7 +63,8 @@ public struct LegacySessionClient: Sendable {
         _ = try await send(request, authorization: "Bearer \(refreshJwt)")
     }
 
-    private func send(_ request: XRPCRequest, authorization: String?) async throws(SessionError) -> InboundResponse {
+    private func send(_ request: XRPCRequest, authorization: String?,
+                      classify: (InboundResponse) -> SessionError = Self.classify) async throws(SessionError) -> InboundResponse {
         let response: InboundResponse
         do {
             response = try await http.send(request.outbound(authorization: authorization), timeout: timeout)
@@ -48,7 +72,7 @@ public struct LegacySessionClient: Sendable {
             if error.isTransient { throw .noAnswer(error.description) }
             throw .protocolViolation(error.description)
         }
-        guard (200..<300).contains(response.status) else { throw Self.classify(response) }
+        guard (200..<300).contains(response.status) else { throw classify(response) }
         return response
     }
 
@@ -57,7 +81,7 @@ public struct LegacySessionClient: Sendable {
         let body = XRPCErrorBody(response: response)
         let summary = body?.summary ?? "HTTP \(response.status)"
         if response.isTransientFailure {
-            return .transient("HTTP \(response.status): \(summary)", retryAfter: response.retryAfter())
+            return .transient("HTTP \(response.status): \(summary)", retryAfter: response.serverAskedWait())
         }
         switch body?.error {
         case "AuthFactorTokenRequired": return .authFactorTokenRequired(body?.message ?? summary)

@@ -32,13 +32,4 @@ public struct XRPCErrorBody: Sendable, Equatable, Decodable {
 extension InboundResponse {
     /// Status 5xx or 429: the server may succeed later.
     public var isTransientFailure: Bool { status >= 500 || status == 429 }
-
-    /// Seconds the server asked us to wait (`Retry-After` as seconds, or `RateLimit-Reset` epoch).
-    public func retryAfter(now: Date = Date()) -> TimeInterval? {
-        if let value = header("retry-after"), let seconds = TimeInterval(value) { return max(0, seconds) }
-        if status == 429, let reset = header("ratelimit-reset"), let epoch = TimeInterval(reset) {
-            return max(0, epoch - now.timeIntervalSince1970)
-        }
-        return nil
-    }
 }

@@ -7,14 +7,25 @@ import Testing
 struct RefreshSchedulerTests {
     /// Records what the scheduler ran, and how many ran at once.
     final class Recorder: Sendable {
-        private let state = Mutex((order: [UUID](), running: 0, mostAtOnce: 0))
+        private let state = Mutex((order: [UUID](), running: 0, mostAtOnce: 0, runningByHost: [String: Int](),
+                                   mostByHost: [String: Int]()))
+        /// The server of each account, for the per-server cap.
+        let hostOf: [UUID: String]
         var order: [UUID] { state.withLock { $0.order } }
         var mostAtOnce: Int { state.withLock { $0.mostAtOnce } }
+        var mostByHost: [String: Int] { state.withLock { $0.mostByHost } }
+
+        init(hostOf: [UUID: String] = [:]) { self.hostOf = hostOf }
 
         func refresh(_ id: UUID) async -> Date? {
-            state.withLock { $0.running += 1; $0.mostAtOnce = max($0.mostAtOnce, $0.running) }
+            let host = hostOf[id] ?? "-"
+            state.withLock {
+                $0.running += 1; $0.mostAtOnce = max($0.mostAtOnce, $0.running)
+                $0.runningByHost[host, default: 0] += 1
+                $0.mostByHost[host] = max($0.mostByHost[host] ?? 0, $0.runningByHost[host]!)
+            }
             try? await Task.sleep(for: .milliseconds(20))
-            state.withLock { $0.order.append(id); $0.running -= 1 }
+            state.withLock { $0.order.append(id); $0.running -= 1; $0.runningByHost[host]! -= 1 }
             return nil
         }
 
@@ -27,7 +38,7 @@ struct RefreshSchedulerTests {
 
     @Test("accounts are refreshed in due order; a reschedule replaces the old entry; nil removes it")
     func dueOrder() async {
-        let scheduler = RefreshScheduler(maxConcurrent: 1, now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perHost: 1), now: { Date() })
         let recorder = Recorder()
         let (a, b, c, moved, removed) = (UUID(), UUID(), UUID(), UUID(), UUID())
         let now = Date()
@@ -37,7 +48,7 @@ struct RefreshSchedulerTests {
         await scheduler.schedule(moved, at: now.addingTimeInterval(0.05))
         await scheduler.schedule(moved, at: now.addingTimeInterval(0.40))
         await scheduler.schedule(removed, at: now.addingTimeInterval(0.15))
-        await scheduler.schedule(removed, at: nil)
+        await scheduler.schedule(removed, at: Date?.none)
         let running = Task { await scheduler.run { await recorder.refresh($0) } }
         await recorder.waitFor(count: 4)
         running.cancel()
@@ -48,7 +59,7 @@ struct RefreshSchedulerTests {
 
     @Test("no more than maxConcurrent refreshes run at once, and all of them run")
     func concurrencyLimit() async {
-        let scheduler = RefreshScheduler(maxConcurrent: 3, now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 3, perHost: 3), now: { Date() })
         let recorder = Recorder()
         for _ in 0..<20 { await scheduler.schedule(UUID(), at: Date()) }
         let running = Task { await scheduler.run { await recorder.refresh($0) } }
@@ -58,5 +69,60 @@ struct RefreshSchedulerTests {
         #expect(recorder.order.count == 20)
         #expect(recorder.mostAtOnce <= 3)
         #expect(recorder.mostAtOnce > 1, "refreshes of different accounts do run in parallel")
+    }
+
+    @Test("a slow server holds at most its per-host share; the others' accounts keep the rest of the slots")
+    func perHostLimit() async {
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 6, perHost: 2), now: { Date() })
+        var hostOf: [UUID: String] = [:]
+        for index in 0..<30 { hostOf[UUID()] = index % 3 == 0 ? "https://slow.example" : "https://pds\(index % 3).example" }
+        let recorder = Recorder(hostOf: hostOf)
+        for (id, host) in hostOf { await scheduler.schedule(id, at: Date(), host: host) }
+        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        await recorder.waitFor(count: 30)
+        running.cancel()
+        await running.value
+        #expect(recorder.order.count == 30)
+        #expect(recorder.mostByHost.values.allSatisfy { $0 <= 2 }, "\(recorder.mostByHost)")
+        #expect(recorder.mostAtOnce > 2, "other servers' refreshes run beside a busy one")
+        #expect(recorder.mostAtOnce <= 6)
+    }
+
+    @Test("after downtime the most overdue accounts go first, whatever order they were scheduled in")
+    func mostUrgentFirst() async {
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perHost: 1), now: { Date() })
+        let recorder = Recorder()
+        let now = Date()
+        let ids = (0..<8).map { _ in UUID() }
+        // Scheduled newest-overdue first; due dates from 8 to 1 minutes ago.
+        for (index, id) in ids.enumerated() { await scheduler.schedule(id, at: now.addingTimeInterval(Double(index - 8) * 60)) }
+        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        await recorder.waitFor(count: 8)
+        running.cancel()
+        await running.value
+        #expect(recorder.order == ids)
+    }
+
+    @Test("a refresh that keeps answering a past date is not run again within a second: no spin")
+    func noSpin() async {
+        let scheduler = RefreshScheduler(limits: .default, now: { Date() })
+        let id = UUID()
+        let calls = Mutex<[ContinuousClock.Instant]>([])
+        await scheduler.schedule(id, at: Date())
+        let running = Task {
+            await scheduler.run { _ in
+                calls.withLock { $0.append(.now) }
+                return Date.distantPast
+            }
+        }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while calls.withLock({ $0.count }) < 3, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        running.cancel()
+        await running.value
+        let times = calls.withLock { $0 }
+        #expect(times.count >= 3)
+        for (earlier, later) in zip(times, times.dropFirst()) {
+            #expect(later - earlier >= .milliseconds(900), "dispatched again after \(later - earlier)")
+        }
     }
 }

@@ -62,6 +62,11 @@ extension AccountManager {
         }
         let pds = resolved.pds.absoluteString
         let pdsMoved = Self.origin(pds) != Self.origin(record.pds)
+        if pdsMoved, record.authKind == .appPassword {
+            // An app password's session belongs to the PDS that issued it; the new one never did.
+            await session.markMovedAway(from: record, reason: "moved to \(pds); log in again", detail: "moved to \(pds)")
+            return
+        }
         if pdsMoved, let issuer = record.oauth?.issuer {
             do {
                 _ = try await checkIssuerBinding(did: record.did, issuer: issuer)
@@ -157,7 +162,7 @@ extension AccountSession {
         }
         update(record: updated)
         cachedSecrets = nil
-        logger.error("the account moved away from its authorization server; it needs a new login", metadata: [
+        logger.error("the account moved where its session cannot follow; it needs a new login", metadata: [
             "outcome": "needs-login", "reason": "\(detail)",
         ])
         await environment.reschedule(id, nil)

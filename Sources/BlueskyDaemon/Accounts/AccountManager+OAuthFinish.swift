@@ -18,7 +18,7 @@ extension AccountManager {
         } catch {
             switch error {
             case .oauthLogin(let failure): outcome = .failure(failure)
-            case .upstreamUnavailable(let reason), .identityResolutionFailed(let reason):
+            case .upstreamUnavailable(let reason, _), .identityResolutionFailed(let reason):
                 outcome = .failure(.serverUnavailable(reason))
             default: outcome = .failure(.serverRefused(error.description))
             }

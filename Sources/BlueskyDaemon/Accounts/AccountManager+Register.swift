@@ -42,7 +42,7 @@ extension AccountManager {
                 "account": "\(account)", "did": "\(record.did)", "auth": "\(record.authKind.rawValue)",
             ])
         }
-        await scheduler.schedule(record.id, at: await session.nextRefreshDate())
+        await scheduler.schedule(record.id, at: await session.nextRefreshDate(), host: record.refreshHost)
         return (record, session)
     }
 }

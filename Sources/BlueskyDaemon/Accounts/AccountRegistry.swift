@@ -15,6 +15,8 @@ final class AccountRegistry: Sendable {
     }
 
     private let index = Mutex(Index())
+    /// Accounts per state, kept as records change.
+    let census = AccountCensus()
 
     var count: Int { index.withLock { $0.byID.count } }
 
@@ -23,6 +25,7 @@ final class AccountRegistry: Sendable {
     var allSessions: [AccountSession] { index.withLock { Array($0.byID.values) } }
 
     func insert(_ session: AccountSession, record: AccountRecord) {
+        census.add(record)
         index.withLock { index in
             index.byID[record.id] = session
             index.byDID[record.did] = record.id
@@ -36,6 +39,7 @@ final class AccountRegistry: Sendable {
     func remove(_ record: AccountRecord) -> AccountSession? {
         index.withLock { index in
             guard let session = index.byID.removeValue(forKey: record.id) else { return nil }
+            census.remove(record)
             if index.byDID[record.did] == record.id { index.byDID[record.did] = nil }
             if let handle = record.handle?.lowercased(), index.byHandle[handle] == record.id { index.byHandle[handle] = nil }
             if index.defaultID == record.id { index.defaultID = nil }

@@ -9,7 +9,7 @@ import XRPC
 extension AccountSession {
     /// Rotates an OAuth session's tokens. Failures become `SessionError`s so the shared path
     /// records them: `invalid_grant` keeps the server's reason ("Refresh token replayed",
-    /// "Session expired") and needs a login; 5xx, 429 and network trouble keep the account.
+    /// "Session expired") and needs a login; every other failure keeps the account.
     func rotateOAuth(_ old: AccountSecrets) async throws(SessionError) -> RotatedSession {
         guard let info = record.oauth else { throw .protocolViolation("the OAuth account has no stored session facts") }
         let client: OAuthServerClient
@@ -36,24 +36,24 @@ extension AccountSession {
                               scope: tokens.scope)
     }
 
+    /// Only `invalid_grant` ends the session: the grant is gone at the server. Everything else
+    /// (`invalid_client` while a client's metadata host is down, `server_error`,
+    /// `temporarily_unavailable`, a refused proof, HTML error pages, any other 4xx or 5xx)
+    /// leaves the grant intact and the account retrying with backoff.
     static func sessionError(_ error: OAuthClientError) -> SessionError {
         switch error {
         case .server(let answer) where answer.isInvalidGrant:
             return .rejected(answer.errorDescription ?? answer.error)
-        case .server(let answer) where answer.status >= 500 || answer.status == 429:
-            return .transient(answer.description, retryAfter: answer.retryAfter)
-        case .server(let answer) where answer.error == "invalid_dpop_proof" || answer.isUseDPoPNonce:
-            // A proof refused (a clock jump, a nonce rotated twice): the grant is intact, retry later.
-            return .transient(answer.description, retryAfter: nil)
         case .server(let answer):
-            return .rejected(answer.description)
-        case .unexpectedResponse(let status, _) where status >= 500 || status == 429:
-            return .transient(error.description, retryAfter: nil)
-        case .transport:
-            // The request may have reached the server: the write-ahead mark stays.
-            return .noAnswer(error.description)
+            return .transient(answer.description, retryAfter: answer.retryAfter)
+        case .unexpectedResponse(_, _, let retryAfter):
+            return .transient(error.description, retryAfter: retryAfter)
         case .invalidTokenResponse(.subjectMismatch):
             return .rejected(error.description)
+        case .transport, .invalidTokenResponse:
+            // The request may have reached the server and rotated the token (an answer lost,
+            // or a 200 we cannot use): the write-ahead mark stays.
+            return .noAnswer(error.description)
         default:
             return .protocolViolation(error.description)
         }

@@ -4,14 +4,25 @@ import XRPC
 
 extension AccountSession {
     /// Refreshes the session, or joins the refresh already in flight.
+    ///
+    /// While the account waits in its backoff no request leaves: the caller is told at once
+    /// when the next try is (`UpstreamUnavailable` with `retryAfter`), unless `force` (a
+    /// person's `accounts.refresh` with `force: true`) asks for a try now.
     @discardableResult
-    func refresh() async throws(DaemonError) -> AccountSecrets {
+    func refresh(force: Bool = false) async throws(DaemonError) -> AccountSecrets {
         try requireUsable()
         let task: Task<AccountSecrets, any Error>
         if let running = refreshInFlight {
             task = running
         } else {
-            task = Task { try await self.performRefresh() }
+            if !force, let wait = backoffRemaining() {
+                throw .upstreamUnavailable(retryReason ?? "an earlier refresh failed", retryAfter: wait)
+            }
+            environment.refreshes.begin()
+            task = Task {
+                defer { self.environment.refreshes.end() }
+                return try await self.performRefresh()
+            }
             refreshInFlight = task
         }
         do {
@@ -23,29 +34,55 @@ extension AccountSession {
         }
     }
 
-    /// The refresh itself. Runs on the actor; the rotated tokens are committed durably before
-    /// anyone can use them, and `refreshInFlight` is cleared only once the outcome is recorded.
+    /// Seconds until the backoff ends; nil when the account may try now.
+    func backoffRemaining() -> TimeInterval? {
+        guard let retryAt else { return nil }
+        let remaining = retryAt.timeIntervalSince(environment.now())
+        // A timer that fires a hair early is not turned away.
+        return remaining > 0.05 ? remaining : nil
+    }
+
+    /// The scheduler's turn: save tokens the store refused earlier, then refresh when due.
+    /// Returns when to come back.
+    func scheduledUpkeep() async -> Date? {
+        if unsavedSecrets != nil {
+            guard await saveUnsavedTokens() else { return nextRefreshDate() }
+            if let next = nextRefreshDate(), next > environment.now() { return next }
+        }
+        _ = try? await refresh()
+        return nextRefreshDate()
+    }
+
+    /// The refresh itself. Runs on the actor. Nothing is sent unless the write-ahead mark is
+    /// on disk; the rotated tokens are committed durably before anyone uses them, or kept in
+    /// memory (and saved again with backoff) when the store refuses them.
     private func performRefresh() async throws -> AccountSecrets {
         defer { refreshInFlight = nil }
+        // Tokens rotated earlier but not yet saved: the refresh token they replace is spent,
+        // so nothing else may happen before they are on disk.
+        if unsavedSecrets != nil, await !saveUnsavedTokens() {
+            throw DaemonError.upstreamUnavailable(retryReason ?? "the store cannot be written", retryAfter: backoffRemaining())
+        }
         let old = try currentSecrets()
-        let store = environment.store
         let startedAt = environment.now()
-        try store.markRefreshStarted(id: id, at: startedAt)
+        do {
+            try environment.store.markRefreshStarted(id: id, at: startedAt)
+        } catch {
+            throw await storeRefused(error, while: "recording the refresh before sending it")
+        }
         let session: RotatedSession
         do {
             session = try await rotate(old)
         } catch {
-            throw try await recordFailure(error)
+            throw await recordFailure(error, startedAt: startedAt)
         }
         guard session.did == record.did else {
-            throw try await recordFailure(.rejected("the server returned a session for \(session.did), not \(record.did)"))
+            throw await recordFailure(.rejected("the server returned a session for \(session.did), not \(record.did)"), startedAt: startedAt)
         }
         var secrets = old
         secrets.accessToken = session.accessToken
         secrets.refreshToken = session.refreshToken
         let now = environment.now()
-        try store.saveRefreshedSession(id: id, secrets: secrets, accessExpiresAt: session.accessExpiresAt,
-                                       refreshExpiresAt: session.refreshExpiresAt, at: now)
         var updated = record
         updated.accessExpiresAt = session.accessExpiresAt
         updated.refreshExpiresAt = session.refreshExpiresAt
@@ -53,11 +90,7 @@ extension AccountSession {
         updated.refreshStartedAt = nil
         updated.state = .active
         updated.stateReason = nil
-        if let scope = session.scope, scope != record.oauth?.scope {
-            // A narrowed grant is worth knowing (and showing); it rarely changes.
-            updated.oauth?.scope = scope
-            try store.update(updated)
-        }
+        if let scope = session.scope { updated.oauth?.scope = scope }
         let renamed = session.handle.map { $0 != record.handle } ?? false
         if renamed {
             // The PDS's word alone does not make a handle ours: it stays unverified (and is not
@@ -65,15 +98,58 @@ extension AccountSession {
             updated.handle = session.handle
             updated.handleVerified = false
         }
+        let metadataChanged = renamed || updated.oauth?.scope != record.oauth?.scope
         update(record: updated)
-        if renamed { try adoptNewHandle(of: updated) }
-        failedAttempts = 0
-        retryAt = nil
+        interruptedRefresh = nil
+        unsavedSecrets = secrets
+        if await saveUnsavedTokens(), metadataChanged { saveMetadata() }
+        if renamed {
+            environment.registry.reindexHandle(of: id, to: nil)
+            logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
+        }
         // Keep tokens in memory only for accounts that are in use.
         if cachedSecrets != nil { cachedSecrets = secrets }
         logger.info("session refreshed", metadata: ["outcome": "refreshed"])
         await environment.reschedule(id, nextRefreshDate())
         return secrets
+    }
+
+    /// Saves `unsavedSecrets` with the record's expiries. True once they are on disk; false
+    /// (the account then waits in its backoff, the tokens still in memory) when the store
+    /// refuses them.
+    @discardableResult
+    func saveUnsavedTokens() async -> Bool {
+        guard let secrets = unsavedSecrets else { return true }
+        do {
+            try environment.store.saveRefreshedSession(
+                id: id, secrets: secrets, accessExpiresAt: record.accessExpiresAt,
+                refreshExpiresAt: record.refreshExpiresAt, at: record.lastRefreshAt ?? environment.now())
+        } catch {
+            _ = await storeRefused(error, while: "saving the rotated tokens (kept in memory until they are saved)")
+            return false
+        }
+        unsavedSecrets = nil
+        if record.state == .retrying {
+            // The store was the only trouble; the session itself is fine.
+            var recovered = record
+            recovered.state = .active
+            recovered.stateReason = nil
+            update(record: recovered)
+        }
+        failedAttempts = 0
+        retryAt = nil
+        retryReason = nil
+        return true
+    }
+
+    /// Writes the record's metadata (a new handle or scope); a failure is logged and left to
+    /// the next write, which carries the whole record.
+    func saveMetadata() {
+        do {
+            try environment.store.update(record)
+        } catch {
+            logger.warning("cannot save the account's details", metadata: ["error": "\(error)"])
+        }
     }
 
     /// The new tokens of a refresh, whichever way the account signs in.
@@ -97,13 +173,6 @@ extension AccountSession {
                               handle: session.handle)
     }
 
-    /// The server reports a new handle: save it, unverified; the old one no longer names the account.
-    private func adoptNewHandle(of updated: AccountRecord) throws {
-        try environment.store.update(updated)
-        environment.registry.reindexHandle(of: id, to: nil)
-        logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
-    }
-
     /// Records that the account's current handle passed the bidirectional check.
     func markHandleVerified(_ handle: String) throws {
         guard record.handle == handle, !record.handleVerified else { return }
@@ -113,48 +182,5 @@ extension AccountSession {
         update(record: updated)
         environment.registry.reindexHandle(of: id, to: handle)
         logger.info("the account's handle is verified", metadata: ["handle": "\(handle)"])
-    }
-
-    /// Records why a refresh failed and returns the error for the waiting callers.
-    private func recordFailure(_ error: SessionError) async throws -> DaemonError {
-        let outcome = try noteFailure(error)
-        await environment.reschedule(id, nextRefreshDate())
-        return outcome
-    }
-
-    private func noteFailure(_ error: SessionError) throws -> DaemonError {
-        var updated = record
-        // The write-ahead mark stays only when the outcome is unknown (no answer): the next
-        // refresh then replays the old token within the server's grace period, on purpose.
-        if case .noAnswer = error {} else { updated.refreshStartedAt = nil }
-        switch error {
-        case .transient, .noAnswer, .protocolViolation:
-            // A garbled answer may be a proxy's error page: keep the account and retry.
-            let reason = error.reason
-            let retryAfter: TimeInterval? = if case .transient(_, let after) = error { after } else { nil }
-            failedAttempts += 1
-            let delay = environment.backoff.delay(attempt: failedAttempts, serverAsked: retryAfter)
-            retryAt = environment.now().addingTimeInterval(delay)
-            updated.state = .retrying
-            updated.stateReason = reason
-            try environment.store.update(updated)
-            update(record: updated)
-            logger.warning("refresh failed, will retry", metadata: [
-                "outcome": "retrying", "reason": "\(reason)", "retryInSeconds": "\(Int(delay))",
-            ])
-            return .upstreamUnavailable(reason)
-        case .expiredToken(let reason), .rejected(let reason), .authenticationFailed(let reason),
-             .authFactorTokenRequired(let reason):
-            updated.state = .needsLogin
-            updated.stateReason = reason
-            try environment.store.update(updated)
-            update(record: updated)
-            cachedSecrets = nil
-            retryAt = nil
-            logger.error("session rejected; the account needs a new login", metadata: [
-                "outcome": "needs-login", "reason": "\(reason)",
-            ])
-            return .needsLogin(account: id, reason: reason)
-        }
     }
 }

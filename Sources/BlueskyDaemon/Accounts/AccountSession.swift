@@ -12,7 +12,10 @@ import XRPC
 actor AccountSession {
     nonisolated let id: UUID
     private(set) var record: AccountRecord {
-        didSet { if record.pds != oldValue.pds { parsedPDS = nil } }
+        didSet {
+            if record.pds != oldValue.pds { parsedPDS = nil }
+            environment.registry.census.change(from: oldValue, to: record)
+        }
     }
     /// `record.pds` parsed on first use, so that calls do not parse it again while idle
     /// accounts (most of them, at scale) do not carry a URL object at all.
@@ -30,7 +33,16 @@ actor AccountSession {
     var identityCheckInFlight: Task<Void, Never>?
     /// Consecutive transient failures, for the backoff.
     var failedAttempts = 0
+    /// The account's one backoff: until then no refresh request leaves, whoever asks.
     var retryAt: Date?
+    /// Why the account waits (the last failure), for callers turned away meanwhile.
+    var retryReason: String?
+    /// Tokens the server rotated that the store could not save yet: used for calls, saved again
+    /// with backoff, and never replaced by another refresh before they are on disk.
+    var unsavedSecrets: AccountSecrets?
+    /// A refresh whose outcome is unknown (blueskyd stopped, or the answer was lost): when it
+    /// was sent, and whether by an earlier run. Explains a later "refresh token replayed".
+    var interruptedRefresh: (at: Date, earlierRun: Bool)?
 
     /// - Parameter identityCheckedAt: when the DID document was last read (nil: never, so a
     ///   check is due).
@@ -39,6 +51,7 @@ actor AccountSession {
         self.record = record
         self.environment = environment
         self.identityCheckedAt = identityCheckedAt
+        if let started = record.refreshStartedAt { interruptedRefresh = (started, true) }
     }
 
     var logger: Logger {
@@ -99,6 +112,9 @@ actor AccountSession {
         warnedSessionEnd = false
         failedAttempts = 0
         retryAt = nil
+        retryReason = nil
+        unsavedSecrets = nil
+        interruptedRefresh = nil
         if newRecord.handle != oldHandle || newRecord.handleVerified != oldVerified {
             environment.registry.reindexHandle(of: id, to: newRecord.handleVerified ? newRecord.handle : nil)
         }
@@ -127,15 +143,24 @@ actor AccountSession {
     func nextRefreshDate() -> Date? {
         guard record.state != .needsLogin else { return nil }
         if let retryAt { return retryAt }
-        let now = environment.now()
+        return Self.plannedRefresh(of: record, environment: environment)
+    }
+
+    /// When a refresh of `record` is due, backoff aside; nil when it waits for a new login.
+    ///
+    /// The lead time gets up to 20 % of jitter (at most a third of the token's life), so that
+    /// accounts added or refreshed together drift apart instead of falling due in one burst.
+    static func plannedRefresh(of record: AccountRecord, environment: SessionEnvironment) -> Date? {
+        guard record.state != .needsLogin else { return nil }
         guard let expiry = record.accessExpiresAt else {
             // Opaque token: refresh on a fixed period so the refresh token stays fresh.
-            return (record.lastRefreshAt ?? now).addingTimeInterval(15 * 60)
+            return (record.lastRefreshAt ?? environment.now()).addingTimeInterval(15 * 60)
         }
         let issued = record.lastRefreshAt ?? record.createdAt
         let lifetime = max(0, expiry.timeIntervalSince(issued))
         let ahead = min(environment.refreshAhead.seconds, lifetime / 4)
-        return expiry.addingTimeInterval(-ahead)
+        let jittered = min(ahead * Double.random(in: 1.0...1.2), lifetime / 3)
+        return expiry.addingTimeInterval(-jittered)
     }
 
     func requireUsable() throws(DaemonError) {
@@ -145,6 +170,7 @@ actor AccountSession {
     }
 
     func currentSecrets() throws(DaemonError) -> AccountSecrets {
+        if let unsavedSecrets { return unsavedSecrets }
         if let cachedSecrets { return cachedSecrets }
         do {
             return try environment.store.secrets(for: id)

@@ -16,6 +16,8 @@ final class SessionEnvironment: Sendable {
     let sessions: LegacySessionClient
     /// OAuth: nonces, clock skew, the authorization servers' client, logins in progress.
     let oauth: OAuthEnvironment
+    /// The refreshes in flight, which a stop waits for.
+    let refreshes = RefreshTracker()
     /// Timing rules a configuration reload may change while accounts are live.
     private let timing: Mutex<(refreshAhead: Duration, backoff: Backoff)>
     let upstreamTimeout: Duration
@@ -54,12 +56,17 @@ struct Backoff: Sendable {
     var initial: Duration
     var maximum: Duration
 
-    /// Seconds to wait before attempt `attempt` (1-based), never below what the server asked.
+    /// The longest wait a server's Retry-After is taken at its word for; beyond it, a date
+    /// decades away would stop the account for good on one bad header.
+    static let longestServerWait: TimeInterval = 7 * 24 * 3600
+
+    /// Seconds to wait before attempt `attempt` (1-based). What the server asked for
+    /// (Retry-After, RateLimit-Reset) is never shortened, not even to `maximum`.
     func delay(attempt: Int, serverAsked: TimeInterval?) -> TimeInterval {
-        let base = initial.seconds * pow(2, Double(max(0, attempt - 1)))
+        let base = initial.seconds * pow(2, Double(min(max(0, attempt - 1), 40)))
         let capped = min(maximum.seconds, base)
         let jittered = capped * Double.random(in: 0.8...1.0)
-        return max(jittered, min(serverAsked ?? 0, maximum.seconds))
+        return max(jittered, min(serverAsked ?? 0, Self.longestServerWait))
     }
 }
 

@@ -8,7 +8,7 @@ extension DaemonConfiguration {
     static let fileKeys = [
         "state_directory", "socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
-        "retry_max_seconds", "max_concurrent_refreshes", "upstream_timeout_seconds", "log_level",
+        "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
         "oauth_client_name", "oauth_client_uri",
     ]
@@ -47,6 +47,7 @@ extension DaemonConfiguration {
         if let v = try reader.int("retry_initial_seconds", min: 1) { retryInitial = .seconds(v) }
         if let v = try reader.int("retry_max_seconds", min: 1) { retryMax = .seconds(v) }
         if let v = try reader.int("max_concurrent_refreshes", min: 1) { maxConcurrentRefreshes = v }
+        if let v = try reader.int("max_concurrent_refreshes_per_host", min: 1) { maxConcurrentRefreshesPerHost = v }
         if let v = try reader.int("upstream_timeout_seconds", min: 1) { upstreamTimeout = .seconds(v) }
         if let v = try reader.string("log_level") { logLevel = try Self.parseLogLevel(v, key: "log_level", file: file, line: reader.line(of: "log_level")) }
         if let v = try reader.string("log_target") { logTarget = try Self.parseLogTarget(v, key: "log_target", file: file, line: reader.line(of: "log_target")) }

@@ -15,7 +15,7 @@ extension DaemonConfiguration {
     /// Keys a reload applies to the running daemon, in file order.
     static let runtimeKeys: Set<String> = [
         "log_level", "refresh_ahead_seconds", "retry_initial_seconds", "retry_max_seconds",
-        "max_concurrent_refreshes",
+        "max_concurrent_refreshes", "max_concurrent_refreshes_per_host",
     ]
 
     /// Compares this (running) configuration with `new`, key by key.
@@ -48,6 +48,7 @@ extension DaemonConfiguration {
         case "retry_initial_seconds": a.retryInitial == b.retryInitial
         case "retry_max_seconds": a.retryMax == b.retryMax
         case "max_concurrent_refreshes": a.maxConcurrentRefreshes == b.maxConcurrentRefreshes
+        case "max_concurrent_refreshes_per_host": a.maxConcurrentRefreshesPerHost == b.maxConcurrentRefreshesPerHost
         case "upstream_timeout_seconds": a.upstreamTimeout == b.upstreamTimeout
         case "log_level": a.logLevel == b.logLevel
         case "log_target": a.logTarget == b.logTarget
@@ -68,6 +69,7 @@ extension DaemonConfiguration {
         case "retry_initial_seconds": target.retryInitial = new.retryInitial
         case "retry_max_seconds": target.retryMax = new.retryMax
         case "max_concurrent_refreshes": target.maxConcurrentRefreshes = new.maxConcurrentRefreshes
+        case "max_concurrent_refreshes_per_host": target.maxConcurrentRefreshesPerHost = new.maxConcurrentRefreshesPerHost
         default: preconditionFailure("'\(key)' is not a runtime key")
         }
     }

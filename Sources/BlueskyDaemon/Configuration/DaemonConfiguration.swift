@@ -30,11 +30,18 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var retryMax: Duration
     /// Refreshes running at once across all accounts.
     public var maxConcurrentRefreshes: Int
+    /// Refreshes running at once against one server (authorization server or PDS).
+    public var maxConcurrentRefreshesPerHost: Int
     /// Timeout of one upstream request.
     public var upstreamTimeout: Duration
     public var logLevel: Logger.Level
     /// Where logs go: the journal, the console, or `auto` (the journal when stderr is it).
     public var logTarget: LogTarget
+    /// The refresh concurrency caps, as the scheduler takes them.
+    var refreshLimits: RefreshLimits {
+        RefreshLimits(overall: maxConcurrentRefreshes, perHost: min(maxConcurrentRefreshesPerHost, maxConcurrentRefreshes))
+    }
+
     /// The OAuth client blueskyd presents (loopback by default; hosted or confidential when set).
     public var oauthClient: OAuthClientSettings
 
@@ -51,7 +58,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
         refreshAhead = .seconds(300)
         retryInitial = .seconds(5)
         retryMax = .seconds(600)
-        maxConcurrentRefreshes = 8
+        maxConcurrentRefreshes = RefreshLimits.default.overall
+        maxConcurrentRefreshesPerHost = RefreshLimits.default.perHost
         upstreamTimeout = .seconds(30)
         logLevel = .info
         logTarget = .auto

@@ -53,8 +53,9 @@ struct DaemonMethods: RPCMethodHandler {
             let record = try await accounts.setDefault(try params.requiredString("account"))
             return try await accountReply(record.id)
         case "accounts.refresh":
-            try params.allowOnly(["account"])
-            let record = try await accounts.refreshNow(try params.optionalString("account"))
+            try params.allowOnly(["account", "force"])
+            let record = try await accounts.refreshNow(try params.optionalString("account"),
+                                                       force: try params.bool("force", default: false))
             return try await accountReply(record.id)
         case let method where method.hasPrefix("accounts.oauth."):
             return try await oauth(method, params)
@@ -97,27 +98,20 @@ struct DaemonMethods: RPCMethodHandler {
     }
 
     private func status() async -> JSONValue {
-        var active = 0, needsLogin = 0, retrying = 0, endingSoon = 0
-        let now = Date()
-        for session in accounts.registry.allSessions {
-            let record = await session.record
-            if record.state != .needsLogin, record.sessionEndsSoon(now: now) { endingSoon += 1 }
-            switch record.state {
-            case .active: active += 1
-            case .needsLogin: needsLogin += 1
-            case .retrying: retrying += 1
-            }
-        }
+        let census = accounts.registry.census
         let scheduler = accounts.scheduler
+        let outage = accounts.store.health.outage
         return [
             "accounts": .number(Double(accounts.registry.count)),
-            "active": .number(Double(active)),
-            "needsLogin": .number(Double(needsLogin)),
-            "retrying": .number(Double(retrying)),
-            "oauthSessionsEndingSoon": .number(Double(endingSoon)),
-            "refreshing": .number(Double(await scheduler.refreshesRunning)),
+            "active": .number(Double(census.count(.active))),
+            "needsLogin": .number(Double(census.count(.needsLogin))),
+            "retrying": .number(Double(census.count(.retrying))),
+            "oauthSessionsEndingSoon": .number(Double(census.sessionsEndingSoon(now: Date()))),
+            "refreshing": .number(Double(accounts.environment.refreshes.running)),
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue()),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
+            "storeUnavailable": outage.map { ["reason": .string($0.reason), "since": AccountView.timestamp($0.since),
+                                              "failedWrites": .number(Double($0.failedWrites))] } ?? .null,
         ]
     }
 }

@@ -13,7 +13,7 @@ extension XRPCProxy {
     {
         guard case .dpop(let token, let key, let did) = credentials else { throw .internalError("not a DPoP session") }
         var response = try await sendDPoP(request, token: token, key: key, did: did, session: session)
-        guard Self.isRefusedToken(response) else { return (response, false) }
+        guard Self.isRefusedToken(response), !Self.isAccountDeactivated(response) else { return (response, false) }
         let fresh = try await session.replaceExpired(token: token)
         response = try await sendDPoP(request, token: fresh, key: key, did: did, session: session)
         return (response, Self.isRefusedToken(response))

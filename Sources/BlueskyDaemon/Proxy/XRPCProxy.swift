@@ -23,10 +23,19 @@ struct XRPCProxy: Sendable {
     func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         let session = try registry.session(call.account)
         var answer = try await send(call, session: session)
-        if answer.refusedAfterRefresh, try await pdsChanged(session, answer.pds) {
+        // A token refused right after a refresh, or the reference PDS's answer for an account
+        // that migrated away: the DID document may name another PDS, where the call is made once.
+        if answer.refusedAfterRefresh || Self.isAccountDeactivated(answer.response),
+           try await pdsChanged(session, answer.pds) {
             answer = try await send(call, session: session)
         }
         return Self.result(of: answer.response)
+    }
+
+    /// What the reference PDS answers for an account that moved away (deactivated there).
+    static func isAccountDeactivated(_ response: InboundResponse) -> Bool {
+        guard response.status == 401 || response.status == 400 else { return false }
+        return XRPCErrorBody(response: response)?.error == "AccountDeactivated"
     }
 
     /// One call at the account's current PDS, with one refresh-and-retry when the token is refused.

@@ -6,7 +6,10 @@ import Logging
 /// The ordered refresh queue: one timer for all accounts, however many there are.
 ///
 /// Each account has at most one live entry (its latest due date); superseded heap entries are
-/// skipped when they surface. Due accounts wait in a FIFO while `maxConcurrent` refreshes run.
+/// skipped when they surface. Refreshes are capped overall and per server (an authorization
+/// server, or an app password's PDS), so that one slow server cannot take every slot. Due
+/// accounts leave the heap only when a slot is free, most urgent (earliest due) first, so that
+/// after downtime the accounts closest to lapsing go before those that can wait.
 actor RefreshScheduler {
     struct Entry: Comparable {
         var due: Date
@@ -15,12 +18,29 @@ actor RefreshScheduler {
     }
 
     typealias RefreshAction = @Sendable (UUID) async -> Date?
+    typealias HostID = UInt16
+
+    /// An account is never dispatched again sooner than this after its last dispatch, whatever
+    /// date its refresh asks for: no failure can make the loop spin.
+    static let minimumRedispatchInterval: TimeInterval = 1
+
+    /// An account's live due date (nil: none, or dispatched) and the server it refreshes at,
+    /// in one table: at 100,000 accounts every byte per account counts.
+    struct Slot {
+        var due: Date?
+        var host: HostID
+    }
 
     private var queue = Heap<Entry>()
-    private var dueDates: [UUID: Date] = [:]
-    private var ready = Deque<UUID>()
+    private var slots: [UUID: Slot] = [:]
+    /// Due entries whose server had no free slot, in the order they fell due.
+    private var parked: [HostID: Deque<Entry>] = [:]
     private var running = 0
-    private var maxConcurrent: Int
+    private var runningByHost: [HostID: Int] = [:]
+    /// When each running refresh started (a handful at a time).
+    private var runningSince: [UUID: Date] = [:]
+    private var limits: RefreshLimits
+    private let hosts = HostTable()
     private let now: @Sendable () -> Date
     private var wakeup: CheckedContinuation<Void, Never>?
     private var timer: Task<Void, Never>?
@@ -30,23 +50,47 @@ actor RefreshScheduler {
     private var probes: [CheckedContinuation<Bool, Never>] = []
     private var isRunning = false
 
-    init(maxConcurrent: Int, now: @escaping @Sendable () -> Date) {
-        self.maxConcurrent = maxConcurrent
+    init(limits: RefreshLimits, now: @escaping @Sendable () -> Date) {
+        self.limits = limits
         self.now = now
     }
 
-    /// Schedules (or reschedules) `id` at `date`; nil removes it from the schedule.
-    func schedule(_ id: UUID, at date: Date?) {
-        dueDates[id] = date
-        guard let date else { return }
-        queue.insert(Entry(due: date, id: id))
+    /// Schedules (or reschedules) `id` at `date`; nil removes it from the schedule. `host`
+    /// names the server its refreshes go to (nil: unchanged).
+    func schedule(_ id: UUID, at date: Date?, host: String? = nil) {
+        var slot = slots[id] ?? Slot(due: nil, host: HostTable.unknown)
+        if let host { slot.host = hosts.id(for: host) }
+        if var date, let started = runningSince[id] {
+            date = max(date, started.addingTimeInterval(Self.minimumRedispatchInterval))
+            slot.due = date
+        } else {
+            slot.due = date
+        }
+        slots[id] = slot
+        guard let due = slot.due else { return }
+        queue.insert(Entry(due: due, id: id))
         if queue.min?.id == id { wake() }
     }
+
+    /// Schedules many accounts in one go (start-up).
+    func scheduleAll(_ plan: [(id: UUID, due: Date?, host: String)]) {
+        slots.reserveCapacity(slots.count + plan.count)
+        for entry in plan { schedule(entry.id, at: entry.due, host: entry.host) }
+    }
+
+    /// Forgets a removed account altogether.
+    func remove(_ id: UUID) {
+        slots[id] = nil
+    }
+
+    private func due(_ id: UUID) -> Date? { slots[id]?.due }
+
+    private func markDispatched(_ id: UUID) { slots[id]?.due = nil }
 
     /// The earliest scheduled refresh; superseded entries on top of the heap are dropped on the way.
     func nextDue() -> Date? {
         while let top = queue.min {
-            if dueDates[top.id] == top.due { return top.due }
+            if due(top.id) == top.due { return top.due }
             queue.removeMin()
         }
         return nil
@@ -55,9 +99,8 @@ actor RefreshScheduler {
     var refreshesRunning: Int { running }
 
     /// Changes how many refreshes may run at once (a reload); running ones are not stopped.
-    func setMaxConcurrent(_ limit: Int) {
-        precondition(limit > 0)
-        maxConcurrent = limit
+    func setLimits(_ new: RefreshLimits) {
+        limits = new
         wake()
     }
 
@@ -88,12 +131,13 @@ actor RefreshScheduler {
             while !Task.isCancelled {
                 lastTurn = now()
                 answerProbes(true)
-                moveDueEntriesToReady()
-                while running < maxConcurrent, let id = ready.popFirst() {
+                while let (id, host) = nextDispatch() {
                     running += 1
+                    runningByHost[host, default: 0] += 1
+                    runningSince[id] = now()
                     group.addTask {
                         let next = await refresh(id)
-                        await self.finished(id, next: next)
+                        await self.finished(id, host: host, next: next)
                     }
                 }
                 await sleepUntilNextEvent()
@@ -101,25 +145,50 @@ actor RefreshScheduler {
         }
     }
 
-    private func moveDueEntriesToReady() {
+    /// The next account to refresh now, if a slot is free: parked accounts of servers with a
+    /// free slot first (they fell due before anything left in the heap), then the heap.
+    private func nextDispatch() -> (UUID, HostID)? {
+        guard running < limits.overall else { return nil }
+        for (host, waiting) in parked where hasRoom(host) {
+            var waiting = waiting
+            while let entry = waiting.popFirst() {
+                guard due(entry.id) == entry.due else { continue }  // superseded or removed
+                parked[host] = waiting.isEmpty ? nil : waiting
+                markDispatched(entry.id)
+                return (entry.id, host)
+            }
+            parked[host] = nil
+        }
         let current = now()
         while let top = queue.min, top.due <= current {
             queue.removeMin()
-            guard dueDates[top.id] == top.due else { continue }  // superseded or removed
-            dueDates[top.id] = nil
-            ready.append(top.id)
+            guard let slot = slots[top.id], slot.due == top.due else { continue }
+            guard hasRoom(slot.host) else {
+                parked[slot.host, default: []].append(top)
+                continue
+            }
+            markDispatched(top.id)
+            return (top.id, slot.host)
         }
+        return nil
     }
 
-    private func finished(_ id: UUID, next: Date?) {
+    private func hasRoom(_ host: HostID) -> Bool { runningByHost[host, default: 0] < limits.perHost }
+
+    private func finished(_ id: UUID, host: HostID, next: Date?) {
         running -= 1
-        // A reschedule that happened while the refresh ran wins over the action's answer.
-        if dueDates[id] == nil { schedule(id, at: next) }
+        runningByHost[host, default: 1] -= 1
+        if runningByHost[host] == 0 { runningByHost[host] = nil }
+        // A reschedule that happened while the refresh ran wins over the action's answer; an
+        // account removed meanwhile has no slot and stays unscheduled.
+        if slots[id] != nil, due(id) == nil { schedule(id, at: next) }
+        runningSince[id] = nil
         wake()
     }
 
     private func sleepUntilNextEvent() async {
-        let deadline = ready.isEmpty || running >= maxConcurrent ? queue.min?.due : now()
+        let slotFree = running < limits.overall
+        let deadline = slotFree ? nextDue() : nil
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 if Task.isCancelled { return continuation.resume() }

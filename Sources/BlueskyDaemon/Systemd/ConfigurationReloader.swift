@@ -55,7 +55,7 @@ final class ConfigurationReloader: Sendable {
         logLevel.level = running.logLevel
         environment.retime(refreshAhead: running.refreshAhead,
                            backoff: Backoff(initial: running.retryInitial, maximum: running.retryMax))
-        await scheduler.setMaxConcurrent(running.maxConcurrentRefreshes)
+        await scheduler.setLimits(running.refreshLimits)
         if plan.applied.contains("refresh_ahead_seconds") {
             // Every queued refresh moves to its date under the new lead time, not only the
             // accounts refreshed from now on.

@@ -5,16 +5,14 @@ struct StatusSummary: Sendable {
     let accounts: AccountManager
     let reloader: ConfigurationReloader
 
-    /// For example "3 accounts, 1 needs login; next refresh in 4m 12s".
+    /// For example "3 accounts, 1 needs login; next refresh in 4m 12s". Reads counts kept as
+    /// accounts change, never every account.
     func line(now: Date = Date()) async -> String {
-        var needsLogin = 0, endingSoon = 0
-        for session in accounts.registry.allSessions {
-            let record = await session.record
-            if record.state == .needsLogin { needsLogin += 1 } else if record.sessionEndsSoon(now: now) { endingSoon += 1 }
-        }
-        let count = accounts.registry.count
-        var text = Self.describe(accounts: count, needsLogin: needsLogin,
-                                 nextRefresh: await accounts.scheduler.nextDue(), now: now, sessionsEndingSoon: endingSoon)
+        let census = accounts.registry.census
+        var text = Self.describe(accounts: accounts.registry.count, needsLogin: census.count(.needsLogin),
+                                 nextRefresh: await accounts.scheduler.nextDue(), now: now,
+                                 sessionsEndingSoon: census.sessionsEndingSoon(now: now))
+        if let problem = accounts.store.health.problem { text = problem + "; " + text }
         if let note = reloader.statusNote { text += "; " + note }
         return text
     }
