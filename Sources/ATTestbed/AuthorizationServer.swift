@@ -51,10 +51,10 @@ struct AuthorizationServer: Sendable {
     /// Runs an endpoint, unless a failure was injected for it.
     private func answer(_ endpoint: OAuthEndpoint, _ body: () throws(OAuthFailure) -> TestbedResponse) -> TestbedResponse {
         if let failure = context.failures.take(nsid: endpoint.failureKey) {
-            let error = failure.status == 429 ? "rate_limit_exceeded" : "server_error"
-            var response = OAuthFailure(
-                HTTPResponseStatus(statusCode: failure.status), error, "injected failure (\(failure.status))"
-            ).response
+            let error = failure.errorName ?? (failure.status == 429 ? "rate_limit_exceeded" : "server_error")
+            var response = failure.html
+                ? .html(status: HTTPResponseStatus(statusCode: failure.status))
+                : OAuthFailure(HTTPResponseStatus(statusCode: failure.status), error, "injected failure (\(failure.status))").response
             if let seconds = failure.retryAfterSeconds {
                 response.headers.replaceOrAdd(name: "Retry-After", value: String(seconds))
             }

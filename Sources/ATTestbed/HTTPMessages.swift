@@ -104,6 +104,13 @@ struct TestbedResponse {
         TestbedResponse(status: status, headers: ["Content-Type": "text/plain; charset=utf-8"], body: Array(text.utf8))
     }
 
+    /// The kind of page a reverse proxy in front of a server answers with when it fails.
+    static func html(status: HTTPResponseStatus) -> TestbedResponse {
+        let page = "<html><head><title>\(status.code) \(status.reasonPhrase)</title></head>"
+            + "<body><center><h1>\(status.code) \(status.reasonPhrase)</h1></center><hr><center>nginx</center></body></html>\n"
+        return TestbedResponse(status: status, headers: ["Content-Type": "text/html"], body: Array(page.utf8))
+    }
+
     /// An XRPC error body: `{"error": name, "message": message}`.
     static func xrpcError(_ status: HTTPResponseStatus, _ name: String, _ message: String?) -> TestbedResponse {
         var body: [String: JSONValue] = ["error": .string(name)]

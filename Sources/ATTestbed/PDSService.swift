@@ -44,14 +44,18 @@ struct PDSService: Sendable {
 
         let now = context.clock.now()
         let proxied = request.headers.first(name: "atproto-proxy") != nil
-        let (remaining, resetAt) = context.metrics.record(nsid: nsid, proxied: proxied, now: now)
+        let (remaining, windowResetAt) = context.metrics.record(nsid: nsid, proxied: proxied, now: now)
         var response: TestbedResponse
         var retryAfter: Int?
+        var resetAt = windowResetAt
         if let failure = context.failures.take(nsid: nsid) {
             let status = HTTPResponseStatus(statusCode: failure.status)
-            let name = FailureInjector.errorName(status: failure.status)
-            response = .xrpcError(status, name, "injected failure (\(failure.status) \(status.reasonPhrase))")
+            let name = failure.errorName ?? FailureInjector.errorName(status: failure.status)
+            response = failure.html
+                ? .html(status: status)
+                : .xrpcError(status, name, "injected failure (\(failure.status) \(status.reasonPhrase))")
             retryAfter = failure.retryAfterSeconds
+            if let retryAfter, failure.status == 429 { resetAt = Int64(now.timeIntervalSince1970) + Int64(retryAfter) }
         } else {
             do {
                 response = try dispatch(nsid: nsid, request)

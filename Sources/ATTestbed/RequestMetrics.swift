@@ -48,13 +48,19 @@ final class FailureInjector: Sendable {
         let status: Int
         var remaining: Int
         let retryAfterSeconds: Int?
+        /// The error name to answer with instead of the status's usual one.
+        var errorName: String? = nil
+        /// Answer with an HTML page, as a proxy in front of the server would.
+        var html = false
     }
 
     private let pending = Mutex<[String: Failure]>([:])
 
-    func inject(nsid: String, status: Int, count: Int, retryAfterSeconds: Int?) {
+    func inject(nsid: String, status: Int, count: Int, retryAfterSeconds: Int?, errorName: String? = nil, html: Bool = false) {
         pending.withLock {
-            $0[nsid] = count > 0 ? Failure(status: status, remaining: count, retryAfterSeconds: retryAfterSeconds) : nil
+            $0[nsid] = count > 0
+                ? Failure(status: status, remaining: count, retryAfterSeconds: retryAfterSeconds, errorName: errorName, html: html)
+                : nil
         }
     }
 

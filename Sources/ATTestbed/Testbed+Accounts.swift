@@ -31,10 +31,14 @@ extension Testbed {
     public func proxiedRequestCount(nsid: String) -> Int { context.metrics.proxiedCount(nsid: nsid) }
 
     /// The next `count` requests to `nsid` get `status` with an XRPC error body (503 →
-    /// `InternalServerError`, 429 → `RateLimitExceeded`, …), plus `Retry-After` when given.
-    /// A new injection for the same NSID replaces the previous one; `count` 0 clears it.
-    public func injectFailures(nsid: String, status: Int, count: Int, retryAfterSeconds: Int? = nil) {
-        context.failures.inject(nsid: nsid, status: status, count: count, retryAfterSeconds: retryAfterSeconds)
+    /// `InternalServerError`, 429 → `RateLimitExceeded`, …, or `error`), or an HTML page when
+    /// `html`, plus `Retry-After` when given; a 429 also gets `RateLimit-Reset` at that time, as
+    /// the reference PDS sends. A new injection for the same NSID replaces the previous one;
+    /// `count` 0 clears it.
+    public func injectFailures(nsid: String, status: Int, count: Int, retryAfterSeconds: Int? = nil,
+                               error: String? = nil, html: Bool = false) {
+        context.failures.inject(nsid: nsid, status: status, count: count, retryAfterSeconds: retryAfterSeconds,
+                                errorName: error, html: html)
     }
 
     /// Every session of the account ends: its refresh and access tokens stop working.

@@ -43,10 +43,13 @@ extension Testbed {
     }
 
     /// The next `count` requests to an OAuth endpoint (both issuers) get `status` with an OAuth
-    /// error body (`server_error`, or `rate_limit_exceeded` for 429), plus `Retry-After` when given.
-    /// A new injection for the same endpoint replaces the previous one; `count` 0 clears it.
-    public func injectOAuthFailures(endpoint: OAuthEndpoint, status: Int, count: Int, retryAfterSeconds: Int? = nil) {
-        context.failures.inject(nsid: endpoint.failureKey, status: status, count: count, retryAfterSeconds: retryAfterSeconds)
+    /// error body (`error`, by default `server_error`, or `rate_limit_exceeded` for 429), or an
+    /// HTML page when `html`, plus `Retry-After` when given. A new injection for the same
+    /// endpoint replaces the previous one; `count` 0 clears it.
+    public func injectOAuthFailures(endpoint: OAuthEndpoint, status: Int, count: Int, retryAfterSeconds: Int? = nil,
+                                    error: String? = nil, html: Bool = false) {
+        context.failures.inject(nsid: endpoint.failureKey, status: status, count: count, retryAfterSeconds: retryAfterSeconds,
+                                errorName: error, html: html)
     }
 
     /// How many of the failures injected for `endpoint` have not been served yet: 0 once a client

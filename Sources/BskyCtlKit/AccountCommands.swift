@@ -78,11 +78,17 @@ struct RefreshCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("The account: its UUID, DID or handle (default: the default account).", valueName: "account"))
     var account: String?
 
+    @Flag(help: "Try now, even while the account waits out a backoff after a failure.")
+    var force = false
+
     @OptionGroup var connection: ConnectionOptions
     @OptionGroup var output: OutputOptions
 
     func run() throws {
-        let params: JSONValue = account.map { ["account": .string($0)] } ?? .object([:])
+        var fields: [String: JSONValue] = [:]
+        if let account { fields["account"] = .string(account) }
+        if force { fields["force"] = true }
+        let params = JSONValue.object(fields)
         let result = try connection.connect()
             .call("accounts.refresh", params, context: RequestContext(account: account))
         if output.json { return Console.printLine(result.prettyPrinted) }

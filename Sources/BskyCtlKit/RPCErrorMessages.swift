@@ -60,7 +60,8 @@ extension CtlFailure {
                 // authorization server rather than the PDS.
                 return "could not log in '\(identifier)': a server could not be reached or failed\(because); nothing was changed, try again later"
             }
-            return "the account's server (PDS) could not be reached or failed\(because); the account is kept"
+            let wait = error.data["retryAfter"]?.intValue.map { "; the next try is in \($0) s (bskyctl refresh --force tries now)" } ?? ""
+            return "the account's server could not be reached or failed\(because); the account is kept\(wait)"
         case "AccountExists":
             let existing = existingAccountID(error.data["account"]).map { " as account \($0)" } ?? ""
             return "that account is already registered\(existing); remove it first with: bskyctl logout <account>"

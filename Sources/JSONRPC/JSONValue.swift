@@ -79,7 +79,25 @@ extension JSONValue: Codable {
         case .string(let s): try container.encode(s)
         case .array(let a): try container.encode(a)
         case .object(let o): try container.encode(o)
-        case .verbatim(let text): try container.encode(text.value)
+        case .verbatim(let text):
+            // An integer literal reads back as the same .verbatim: encoding its value again
+            // would recurse until the stack runs out.
+            if let digits = text.integerLiteral {
+                try Self.encodeInteger(digits, in: &container)
+            } else {
+                try container.encode(text.value)
+            }
+        }
+    }
+
+    /// An integer too large for a Double to hold exactly, which Codable cannot write as text:
+    /// as a Decimal when that keeps every digit (JSONEncoder writes a Decimal's digits), else
+    /// as the nearest Double (JSONEncoder refuses an infinite one).
+    private static func encodeInteger(_ digits: String, in container: inout some SingleValueEncodingContainer) throws {
+        if let decimal = Decimal(string: digits), decimal.description == digits {
+            try container.encode(decimal)
+        } else {
+            try container.encode(Double(digits) ?? .infinity)
         }
     }
 }

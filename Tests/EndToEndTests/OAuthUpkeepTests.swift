@@ -153,7 +153,7 @@ struct OAuthRefreshFailureTests {
         #expect(failed.status != 0)
         var entry = try #require(try await fixture.listedAccounts()[alice.handle])
         #expect(entry["state"] == "retrying", "a 503 keeps the account: \(entry)")
-        let recovered = try await fixture.bskyctl(["refresh", alice.handle])
+        let recovered = try await fixture.bskyctl(["refresh", alice.handle, "--force"])
         #expect(recovered.status == 0, "\(recovered.stderr)")
         #expect(try await fixture.listedAccounts()[alice.handle]?["state"] == "active")
 
@@ -161,10 +161,12 @@ struct OAuthRefreshFailureTests {
         // refresh token, and presenting it again is a replay that ends the session.
         testbed.loseRefreshResponses(count: 1)
         _ = try await fixture.bskyctl(["refresh", alice.handle])
-        _ = try await fixture.bskyctl(["refresh", alice.handle])
+        _ = try await fixture.bskyctl(["refresh", alice.handle, "--force"])
         entry = try #require(try await fixture.listedAccounts()[alice.handle])
         #expect(entry["state"] == "needs-login")
-        #expect(entry["stateReason"]?.stringValue?.contains("Refresh token replayed") == true, "\(entry)")
+        let reason = entry["stateReason"]?.stringValue ?? ""
+        #expect(reason.contains("Refresh token replayed"), "\(entry)")
+        #expect(reason.contains("was lost and the server ended the session"), "the reason says what happened: \(reason)")
         let table = try await fixture.bskyctl(["accounts"])
         #expect(table.stdout.contains("Refresh token replayed"), "bskyctl shows the reason: \(table.stdout)")
         #expect(table.stdout.contains("run: bskyctl login \(alice.handle)\n") || table.stdout.hasSuffix("run: bskyctl login \(alice.handle)"),

@@ -29,6 +29,7 @@ struct ReloadTests {
             after = try await nextRefresh() ?? before
         }
         let moved = before.timeIntervalSince(after)
-        #expect(abs(moved - 540) < 2, "the next refresh came 540 s earlier, not \(moved) s")
+        // Lead times carry up to 20 % jitter: 60-72 s before, 600-720 s after.
+        #expect(moved > 526 && moved < 662, "the next refresh came 528 to 660 s earlier, not \(moved) s")
     }
 }

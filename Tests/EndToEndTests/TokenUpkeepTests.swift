@@ -89,9 +89,16 @@ struct TokenUpkeepTests {
         let stillWorks = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"])
         #expect(stillWorks.status == 0, "the old access token still serves calls: \(stillWorks.stderr)")
 
+        // The account now waits out its backoff: a refresh asked for meanwhile sends nothing and
+        // says when the next try is, unless forced.
+        let refreshesBefore = testbed.requestCount(nsid: "com.atproto.server.refreshSession")
+        let waiting = try await fixture.bskyctl(["refresh", alice.handle])
+        #expect(waiting.status == 1 && waiting.stderr.contains("next try is in"), "\(waiting.stderr)")
+        #expect(testbed.requestCount(nsid: "com.atproto.server.refreshSession") == refreshesBefore, "no request left")
+
         testbed.injectFailures(nsid: "com.atproto.server.refreshSession", status: 429, count: 1, retryAfterSeconds: 1)
-        #expect(try await fixture.bskyctl(["refresh", alice.handle]).status == 1)
-        let recovered = try await fixture.bskyctl(["refresh", alice.handle])
+        #expect(try await fixture.bskyctl(["refresh", alice.handle, "--force"]).status == 1)
+        let recovered = try await fixture.bskyctl(["refresh", alice.handle, "--force"])
         #expect(recovered.status == 0, "the next refresh succeeds: \(recovered.stderr)")
         listed = try await fixture.listedAccounts()
         #expect(listed[alice.handle]?["state"] == "active")

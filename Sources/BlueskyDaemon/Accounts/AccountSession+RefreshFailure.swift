@@ -38,15 +38,14 @@ extension AccountSession {
         }
         update(record: updated)
         // No answer: the refresh token's fate is unknown, so the mark stays (a restart then
-        // retries at once, within an app password's grace period) and a later replay verdict
-        // is explained by it.
+        // retries at once, within an app password's grace period). Until a refresh succeeds,
+        // the lost one explains a replay verdict, and `accounts.list` shows it.
         let answered: Bool
         if case .noAnswer = error {
             answered = false
             if interruptedRefresh == nil { interruptedRefresh = (startedAt, false) }
         } else {
             answered = true
-            interruptedRefresh = nil
         }
         do {
             if answered {

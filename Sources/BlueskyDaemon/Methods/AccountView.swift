@@ -4,7 +4,9 @@ import JSONRPC
 
 /// How an account appears in replies (never with its tokens).
 enum AccountView {
-    static func json(_ record: AccountRecord, nextRefreshAt: Date?) -> JSONValue {
+    /// - Parameter refreshInterruptedAt: when a refresh whose answer never came was sent (the
+    ///   daemon stopped, or the answer was lost), until a refresh succeeds.
+    static func json(_ record: AccountRecord, nextRefreshAt: Date?, refreshInterruptedAt: Date? = nil) -> JSONValue {
         var fields: [String: JSONValue] = [
             "id": .string(record.id.uuidString.lowercased()),
             "did": .string(record.did),
@@ -19,6 +21,7 @@ enum AccountView {
             "lastRefreshAt": timestamp(record.lastRefreshAt),
             "accessExpiresAt": timestamp(record.accessExpiresAt),
             "nextRefreshAt": timestamp(nextRefreshAt),
+            "refreshInterruptedAt": timestamp(refreshInterruptedAt),
         ]
         if let oauth = record.oauth {
             fields["oauth"] = .object([
@@ -43,6 +46,6 @@ enum AccountView {
 
 extension AccountSession {
     func view() -> JSONValue {
-        AccountView.json(record, nextRefreshAt: nextRefreshDate())
+        AccountView.json(record, nextRefreshAt: nextRefreshDate(), refreshInterruptedAt: interruptedRefresh?.at)
     }
 }
