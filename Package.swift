@@ -121,7 +121,9 @@ let package = Package(
             "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
-        .testTarget(name: "BlueskyDaemonTests", dependencies: ["BlueskyDaemon", "BlueskyHTTP", "JSONRPC"]),
+        .testTarget(name: "BlueskyDaemonTests", dependencies: [
+            "BlueskyDaemon", "BlueskyHTTP", "JSONRPC", "ATOAuth", "XRPC", "BlueskyStore",
+        ]),
         .testTarget(name: "ATTestbedTests", dependencies: [
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
             .product(name: "Crypto", package: "swift-crypto"),

@@ -106,7 +106,9 @@ extension AuthorizationServer {
                 dropped.dropsConnection = true
                 return dropped
             }
-            return response
+            var delayed = response
+            if context.configuration.refreshLatency > .zero { delayed.delay = context.configuration.refreshLatency }
+            return delayed
         case .refused(let reason, let did):
             throw rejectGrant(reason, did: did)
         case .replayed(let did):

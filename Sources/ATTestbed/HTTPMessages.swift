@@ -85,6 +85,9 @@ struct TestbedResponse {
     /// Close the connection instead of answering: the request took effect on the server, but
     /// the client never learns the outcome (a lost response).
     var dropsConnection = false
+    /// Answer only after this long (the change already made): a slow server, and the window in
+    /// which a client that dies has lost the answer.
+    var delay: Duration?
 
     init(status: HTTPResponseStatus = .ok, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         self.status = status

@@ -106,6 +106,17 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 context.close(promise: nil)
                 return
             }
+            if let delay = response.delay {
+                let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+                let (version, omitBody) = (requestHead.version, requestHead.method == .HEAD)
+                context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000
+                                                                + delay.components.attoseconds / 1_000_000_000)) {
+                    let (handler, context) = bound.value
+                    guard context.channel.isActive else { return }
+                    handler.write(response, version: version, keepAlive: keepAlive, omitBody: omitBody, context: context)
+                }
+                return
+            }
             write(
                 response, version: requestHead.version, keepAlive: keepAlive,
                 omitBody: requestHead.method == .HEAD, context: context)

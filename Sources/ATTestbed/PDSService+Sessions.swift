@@ -48,7 +48,9 @@ extension PDSService {
         }
         switch outcome {
         case .rotated(let tokens), .reusedWithinGrace(let tokens):
-            return .json(sessionBody(auth.account, tokens: tokens))
+            var response = TestbedResponse.json(sessionBody(auth.account, tokens: tokens))
+            if context.configuration.refreshLatency > .zero { response.delay = context.configuration.refreshLatency }
+            return response
         case .revoked:
             throw XRPCError(.badRequest, "ExpiredToken", "Token has been revoked")
         }

@@ -35,6 +35,9 @@ public struct TestbedConfiguration: Sendable {
     /// How often the DPoP nonces of the authorization server and of the PDS rotate; the previous,
     /// current and next nonce are accepted (the reference: 60 seconds).
     public var dpopNonceRotationPeriod: Duration
+    /// How long refreshes (the OAuth refresh grant, `refreshSession`) take to answer after the
+    /// tokens rotated: a distant server, and the window in which a crash loses the answer.
+    public var refreshLatency: Duration = .zero
 
     public init(
         domain: String = "tb1.test",
