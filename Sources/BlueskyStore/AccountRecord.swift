@@ -40,7 +40,19 @@ public struct AccountRecord: Sendable, Equatable, Codable {
     /// Found set at startup, it means the daemon died mid-refresh and the refresh token may be spent.
     public var refreshStartedAt: Date?
     /// The OAuth session's facts; nil for app-password accounts.
-    public var oauth: OAuthSessionInfo?
+    public var oauth: OAuthSessionInfo? {
+        get { oauthBox?.info }
+        set { oauthBox = newValue.map(OAuthSessionBox.init) }
+    }
+    /// Boxed: a daemon may hold 100,000 records, and app-password ones would otherwise each
+    /// carry the room of an OAuth session's eight fields.
+    private var oauthBox: OAuthSessionBox?
+
+    private enum CodingKeys: String, CodingKey {
+        case id, did, handle, handleVerified, pds, authKind, state, stateReason, isDefault, createdAt, updatedAt
+        case lastRefreshAt, accessExpiresAt, refreshExpiresAt, refreshStartedAt
+        case oauthBox = "oauth"
+    }
 
     public init(
         id: UUID = UUID(),
@@ -75,6 +87,19 @@ public struct AccountRecord: Sendable, Equatable, Codable {
         self.accessExpiresAt = accessExpiresAt
         self.refreshExpiresAt = refreshExpiresAt
         self.refreshStartedAt = refreshStartedAt
-        self.oauth = oauth
+        self.oauthBox = oauth.map(OAuthSessionBox.init)
     }
+}
+
+/// An immutable box around an OAuth session's facts (a change makes a new box).
+final class OAuthSessionBox: Sendable, Equatable, Codable {
+    let info: OAuthSessionInfo
+
+    init(_ info: OAuthSessionInfo) { self.info = info }
+
+    static func == (a: OAuthSessionBox, b: OAuthSessionBox) -> Bool { a === b || a.info == b.info }
+
+    init(from decoder: any Decoder) throws { info = try OAuthSessionInfo(from: decoder) }
+
+    func encode(to encoder: any Encoder) throws { try info.encode(to: encoder) }
 }

@@ -124,6 +124,7 @@ extension AccountSession {
         identityCheckInFlight = task
         await task.value
         identityCheckInFlight = nil
+        releaseActivityIfIdle()
     }
 
     /// Saves what the DID document now says: the handle (naming the account only if verified)

@@ -27,12 +27,16 @@ final class AccountManager: Sendable {
     /// Loads every account from the store and builds the schedule, in one pass and one hop to
     /// the scheduler (100,000 accounts load in well under a second).
     func loadAll() async throws {
-        let records = try store.allAccounts()
+        var records = try store.allAccounts()
         let now = environment.now()
         var plan: [(id: UUID, due: Date?, host: String)] = []
         plan.reserveCapacity(records.count)
         var interrupted = 0
-        for record in records {
+        var interner = StringInterner()
+        var hosts = StringInterner()
+        for index in records.indices {
+            records[index] = interner.intern(records[index])
+            let record = records[index]
             let session = AccountSession(record: record, environment: environment,
                                          identityCheckedAt: Self.seededIdentityCheck(now: now))
             registry.insert(session, record: record)
@@ -47,7 +51,7 @@ final class AccountManager: Sendable {
                 ])
                 due = now
             }
-            plan.append((record.id, due, record.refreshHost))
+            plan.append((record.id, due, hosts.intern(record.refreshHost)))
             if record.state != .needsLogin, record.sessionEndsSoon(now: now) {
                 await session.warnIfSessionEndsSoon()
             }
@@ -57,7 +61,13 @@ final class AccountManager: Sendable {
             let stored = try store.allDPoPNonces()
             environment.oauth.importNonces(stored, didOf: Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0.did) }))
         }
-        logger.info("accounts loaded", metadata: ["count": "\(records.count)", "interruptedRefreshes": "\(interrupted)"])
+        let count = records.count
+        records = []
+        plan = []
+        // Loading decoded every row through short-lived allocations; hand the freed pages back
+        // so that an idle daemon's resident memory is what it keeps, not what it passed through.
+        ReleaseFreedMemory.now()
+        logger.info("accounts loaded", metadata: ["count": "\(count)", "interruptedRefreshes": "\(interrupted)"])
     }
 
     /// The scheduler's action: upkeep of one account (a pending save, a refresh), and when it

@@ -57,7 +57,10 @@ extension AccountSession {
     /// on disk; the rotated tokens are committed durably before anyone uses them, or kept in
     /// memory (and saved again with backoff) when the store refuses them.
     private func performRefresh() async throws -> AccountSecrets {
-        defer { refreshInFlight = nil }
+        defer {
+            refreshInFlight = nil
+            releaseActivityIfIdle()
+        }
         // Tokens rotated earlier but not yet saved: the refresh token they replace is spent,
         // so nothing else may happen before they are on disk.
         if unsavedSecrets != nil, await !saveUnsavedTokens() {

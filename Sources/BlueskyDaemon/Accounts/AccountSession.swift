@@ -17,32 +17,14 @@ actor AccountSession {
             environment.registry.census.change(from: oldValue, to: record)
         }
     }
-    /// `record.pds` parsed on first use, so that calls do not parse it again while idle
-    /// accounts (most of them, at scale) do not carry a URL object at all.
-    private var parsedPDS: URL?
     let environment: SessionEnvironment
-    /// Decrypted tokens, kept only while the account is being used for calls.
-    var cachedSecrets: AccountSecrets?
-    /// The OAuth session's DPoP key, parsed once while the account is in use.
-    var cachedDPoPKey: DPoPKey?
     /// The 48-hour warning before a public OAuth session ends was logged (once per run).
     var warnedSessionEnd = false
-    var refreshInFlight: Task<AccountSecrets, any Error>?
     /// When the DID document was last looked at again (handle and PDS changes).
     var identityCheckedAt: Date?
-    var identityCheckInFlight: Task<Void, Never>?
-    /// Consecutive transient failures, for the backoff.
-    var failedAttempts = 0
-    /// The account's one backoff: until then no refresh request leaves, whoever asks.
-    var retryAt: Date?
-    /// Why the account waits (the last failure), for callers turned away meanwhile.
-    var retryReason: String?
-    /// Tokens the server rotated that the store could not save yet: used for calls, saved again
-    /// with backoff, and never replaced by another refresh before they are on disk.
-    var unsavedSecrets: AccountSecrets?
-    /// A refresh whose outcome is unknown (blueskyd stopped, or the answer was lost): when it
-    /// was sent, and whether by an earlier run. Explains a later "refresh token replayed".
-    var interruptedRefresh: (at: Date, earlierRun: Bool)?
+    /// What only a busy or troubled account needs (cached tokens, a refresh in flight, a
+    /// backoff); nil for the idle majority, which then carry one pointer instead of it all.
+    private var activity: SessionActivity?
 
     /// - Parameter identityCheckedAt: when the DID document was last read (nil: never, so a
     ///   check is due).
@@ -51,7 +33,77 @@ actor AccountSession {
         self.record = record
         self.environment = environment
         self.identityCheckedAt = identityCheckedAt
-        if let started = record.refreshStartedAt { interruptedRefresh = (started, true) }
+        if let started = record.refreshStartedAt {
+            let activity = SessionActivity()
+            activity.interruptedRefresh = (started, true)
+            self.activity = activity
+        }
+    }
+
+    /// The activity state, made on first use.
+    private var active: SessionActivity {
+        if let activity { return activity }
+        let made = SessionActivity()
+        activity = made
+        return made
+    }
+
+    /// Drops the activity state once nothing in it is in use, so that an account that was
+    /// refreshed or retried goes back to an idle account's size.
+    func releaseActivityIfIdle() {
+        if let activity, activity.isIdle { self.activity = nil }
+    }
+
+    /// `record.pds` parsed on first use, so that calls do not parse it again while idle
+    /// accounts (most of them, at scale) do not carry a URL object at all.
+    private var parsedPDS: URL? {
+        get { activity?.parsedPDS }
+        set { if newValue != nil || activity != nil { active.parsedPDS = newValue } }
+    }
+    /// Decrypted tokens, kept only while the account is being used for calls.
+    var cachedSecrets: AccountSecrets? {
+        get { activity?.cachedSecrets }
+        set { if newValue != nil || activity != nil { active.cachedSecrets = newValue } }
+    }
+    /// The OAuth session's DPoP key, parsed once while the account is in use.
+    var cachedDPoPKey: DPoPKey? {
+        get { activity?.cachedDPoPKey }
+        set { if newValue != nil || activity != nil { active.cachedDPoPKey = newValue } }
+    }
+    var refreshInFlight: Task<AccountSecrets, any Error>? {
+        get { activity?.refreshInFlight }
+        set { if newValue != nil || activity != nil { active.refreshInFlight = newValue } }
+    }
+    var identityCheckInFlight: Task<Void, Never>? {
+        get { activity?.identityCheckInFlight }
+        set { if newValue != nil || activity != nil { active.identityCheckInFlight = newValue } }
+    }
+    /// Consecutive transient failures, for the backoff.
+    var failedAttempts: Int {
+        get { activity?.failedAttempts ?? 0 }
+        set { if newValue != 0 || activity != nil { active.failedAttempts = newValue } }
+    }
+    /// The account's one backoff: until then no refresh request leaves, whoever asks.
+    var retryAt: Date? {
+        get { activity?.retryAt }
+        set { if newValue != nil || activity != nil { active.retryAt = newValue } }
+    }
+    /// Why the account waits (the last failure), for callers turned away meanwhile.
+    var retryReason: String? {
+        get { activity?.retryReason }
+        set { if newValue != nil || activity != nil { active.retryReason = newValue } }
+    }
+    /// Tokens the server rotated that the store could not save yet: used for calls, saved again
+    /// with backoff, and never replaced by another refresh before they are on disk.
+    var unsavedSecrets: AccountSecrets? {
+        get { activity?.unsavedSecrets }
+        set { if newValue != nil || activity != nil { active.unsavedSecrets = newValue } }
+    }
+    /// A refresh whose outcome is unknown (blueskyd stopped, or the answer was lost): when it
+    /// was sent, and whether by an earlier run. Explains a later "refresh token replayed".
+    var interruptedRefresh: (at: Date, earlierRun: Bool)? {
+        get { activity?.interruptedRefresh }
+        set { if newValue != nil || activity != nil { active.interruptedRefresh = newValue } }
     }
 
     var logger: Logger {
