@@ -20,8 +20,8 @@ actor RefreshScheduler {
     typealias RefreshAction = @Sendable (UUID) async -> Date?
     typealias HostID = UInt16
 
-    /// An account is never dispatched again sooner than this after its last dispatch, whatever
-    /// date its refresh asks for: no failure can make the loop spin.
+    /// An account is never dispatched again sooner than this after its last refresh ended,
+    /// whatever date it asks for: no failure can make the loop spin.
     static let minimumRedispatchInterval: TimeInterval = 1
 
     /// An account's live due date (nil: none, or dispatched) and the server it refreshes at,
@@ -182,6 +182,8 @@ actor RefreshScheduler {
         // A reschedule that happened while the refresh ran wins over the action's answer; an
         // account removed meanwhile has no slot and stays unscheduled.
         if slots[id] != nil, due(id) == nil { schedule(id, at: next) }
+        let earliest = now().addingTimeInterval(Self.minimumRedispatchInterval)
+        if let due = due(id), due < earliest { schedule(id, at: earliest) }
         runningSince[id] = nil
         wake()
     }
