@@ -56,6 +56,15 @@ final class AccountRegistry: Sendable {
         }
     }
 
+    /// Follows a registered account's record into the census; a session removed meanwhile (a
+    /// refresh finishing after a logout) is no longer counted.
+    func recordChanged(from old: AccountRecord, to new: AccountRecord) {
+        index.withLock { index in
+            guard index.byID[new.id] != nil else { return }
+            census.change(from: old, to: new)
+        }
+    }
+
     func setDefault(_ id: UUID) {
         index.withLock { $0.defaultID = id }
     }

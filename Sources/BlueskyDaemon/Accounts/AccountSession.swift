@@ -14,7 +14,7 @@ actor AccountSession {
     private(set) var record: AccountRecord {
         didSet {
             if record.pds != oldValue.pds { parsedPDS = nil }
-            environment.registry.census.change(from: oldValue, to: record)
+            environment.registry.recordChanged(from: oldValue, to: record)
         }
     }
     let environment: SessionEnvironment
