@@ -58,4 +58,31 @@ struct CrashRecoveryTests {
             #expect(log.contains(keyFile) && log.contains("does not open"), "\(log)")
         }
     }
+
+    @Test("SIGTERM during a refresh started by a call waits for it: the rotated tokens are saved, nothing is refreshed again")
+    func stopWaitsForCallStartedRefresh() async throws {
+        // The refresh answers 12 s after the server rotated: longer than the 5 s a stop gives
+        // calls, so only waiting for the refresh itself keeps its answer.
+        let fixture = try await EndToEndFixture(names: ["alice"], configureTestbed: { $0.refreshLatency = .seconds(12) })
+        defer { Task { await fixture.tearDown() } }
+        try await fixture.loginAll()
+        let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+        let nsid = "com.atproto.server.refreshSession"
+        async let refresh = fixture.bskyctl(["refresh", alice.handle])
+        let sent = await eventually(timeout: .seconds(20)) { testbed.requestCount(nsid: nsid) == 1 }
+        try #require(sent, "the refresh reached the PDS")
+        let started = ContinuousClock.now
+        let status = await fixture.daemon.stop()
+        #expect(status == 0, "a clean stop: \(fixture.daemon.log)")
+        #expect(ContinuousClock.now - started >= .seconds(10), "the stop waited for the refresh's answer")
+        _ = try await refresh
+        #expect(testbed.stats(did: alice.did).refreshes == 1)
+
+        try await fixture.restartDaemon()
+        let call = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"])
+        #expect(call.status == 0, "\(call.stderr)")
+        let stats = testbed.stats(did: alice.did)
+        #expect(stats.refreshes == 1 && stats.refreshTokenReuses == 0,
+                "the rotated tokens were saved: no refresh at start with the spent token (\(stats))")
+    }
 }
