@@ -18,40 +18,54 @@ public enum AccountState: String, Codable, Sendable, CaseIterable {
 
 /// One registered account: everything but its secrets, which are sealed in the
 /// same row and only opened on request by `AccountStore.secrets(for:)`.
-public struct AccountRecord: Sendable, Equatable, Codable {
+///
+/// Laid out for a daemon holding 100,000 of them: strings and dates first, the optional dates
+/// as plain seconds (NaN for none) rather than 9-byte optionals padded to 16, the one-byte
+/// fields last, and an OAuth session's eight fields behind one pointer.
+public struct AccountRecord: Sendable, Equatable {
     public var id: UUID
     public var did: String
     public var handle: String?
-    public var handleVerified: Bool
     /// The PDS URL as a string.
     public var pds: String
-    public var authKind: AuthKind
-    public var state: AccountState
     /// The server's reason for `needsLogin`, or the last transient failure.
     public var stateReason: String?
-    /// Managed by `AccountStore.setDefault(id:)`; `update(_:)` ignores it.
-    public var isDefault: Bool
     public var createdAt: Date
     public var updatedAt: Date
-    public var lastRefreshAt: Date?
-    public var accessExpiresAt: Date?
-    public var refreshExpiresAt: Date?
+    private var lastRefreshSeconds: Double
+    private var accessExpirySeconds: Double
+    private var refreshExpirySeconds: Double
+    private var refreshStartSeconds: Double
+    /// Boxed: app-password records would otherwise each carry the room of an OAuth session.
+    private var oauthBox: OAuthSessionBox?
+    public var handleVerified: Bool
+    public var authKind: AuthKind
+    public var state: AccountState
+    /// Managed by `AccountStore.setDefault(id:)`; `update(_:)` ignores it.
+    public var isDefault: Bool
+
+    public var lastRefreshAt: Date? {
+        get { Self.date(lastRefreshSeconds) }
+        set { lastRefreshSeconds = Self.seconds(newValue) }
+    }
+    public var accessExpiresAt: Date? {
+        get { Self.date(accessExpirySeconds) }
+        set { accessExpirySeconds = Self.seconds(newValue) }
+    }
+    public var refreshExpiresAt: Date? {
+        get { Self.date(refreshExpirySeconds) }
+        set { refreshExpirySeconds = Self.seconds(newValue) }
+    }
     /// Write-ahead mark: a refresh was in flight (set before the request, cleared with its result).
     /// Found set at startup, it means the daemon died mid-refresh and the refresh token may be spent.
-    public var refreshStartedAt: Date?
+    public var refreshStartedAt: Date? {
+        get { Self.date(refreshStartSeconds) }
+        set { refreshStartSeconds = Self.seconds(newValue) }
+    }
     /// The OAuth session's facts; nil for app-password accounts.
     public var oauth: OAuthSessionInfo? {
         get { oauthBox?.info }
         set { oauthBox = newValue.map(OAuthSessionBox.init) }
-    }
-    /// Boxed: a daemon may hold 100,000 records, and app-password ones would otherwise each
-    /// carry the room of an OAuth session's eight fields.
-    private var oauthBox: OAuthSessionBox?
-
-    private enum CodingKeys: String, CodingKey {
-        case id, did, handle, handleVerified, pds, authKind, state, stateReason, isDefault, createdAt, updatedAt
-        case lastRefreshAt, accessExpiresAt, refreshExpiresAt, refreshStartedAt
-        case oauthBox = "oauth"
     }
 
     public init(
@@ -75,31 +89,43 @@ public struct AccountRecord: Sendable, Equatable, Codable {
         self.id = id
         self.did = did
         self.handle = handle
-        self.handleVerified = handleVerified
         self.pds = pds
-        self.authKind = authKind
-        self.state = state
         self.stateReason = stateReason
-        self.isDefault = isDefault
         self.createdAt = createdAt
         self.updatedAt = updatedAt ?? createdAt
-        self.lastRefreshAt = lastRefreshAt
-        self.accessExpiresAt = accessExpiresAt
-        self.refreshExpiresAt = refreshExpiresAt
-        self.refreshStartedAt = refreshStartedAt
+        self.lastRefreshSeconds = Self.seconds(lastRefreshAt)
+        self.accessExpirySeconds = Self.seconds(accessExpiresAt)
+        self.refreshExpirySeconds = Self.seconds(refreshExpiresAt)
+        self.refreshStartSeconds = Self.seconds(refreshStartedAt)
         self.oauthBox = oauth.map(OAuthSessionBox.init)
+        self.handleVerified = handleVerified
+        self.authKind = authKind
+        self.state = state
+        self.isDefault = isDefault
+    }
+
+    public static func == (a: AccountRecord, b: AccountRecord) -> Bool {
+        a.id == b.id && a.did == b.did && a.handle == b.handle && a.pds == b.pds && a.stateReason == b.stateReason
+            && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.lastRefreshAt == b.lastRefreshAt
+            && a.accessExpiresAt == b.accessExpiresAt && a.refreshExpiresAt == b.refreshExpiresAt
+            && a.refreshStartedAt == b.refreshStartedAt && a.oauthBox == b.oauthBox && a.handleVerified == b.handleVerified
+            && a.authKind == b.authKind && a.state == b.state && a.isDefault == b.isDefault
+    }
+
+    private static func date(_ seconds: Double) -> Date? {
+        seconds.isNaN ? nil : Date(timeIntervalSinceReferenceDate: seconds)
+    }
+
+    private static func seconds(_ date: Date?) -> Double {
+        date?.timeIntervalSinceReferenceDate ?? .nan
     }
 }
 
 /// An immutable box around an OAuth session's facts (a change makes a new box).
-final class OAuthSessionBox: Sendable, Equatable, Codable {
+final class OAuthSessionBox: Sendable, Equatable {
     let info: OAuthSessionInfo
 
     init(_ info: OAuthSessionInfo) { self.info = info }
 
     static func == (a: OAuthSessionBox, b: OAuthSessionBox) -> Bool { a === b || a.info == b.info }
-
-    init(from decoder: any Decoder) throws { info = try OAuthSessionInfo(from: decoder) }
-
-    func encode(to encoder: any Encoder) throws { try info.encode(to: encoder) }
 }

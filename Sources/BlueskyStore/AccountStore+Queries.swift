@@ -80,3 +80,19 @@ extension AccountStore {
         _ = try clientKeys()
     }
 }
+
+extension AccountStore {
+    /// Calls `body` with every account, oldest first, one row at a time: a daemon loading
+    /// 100,000 accounts never holds them all twice (as an array and as sessions).
+    public func forEachAccount(_ body: (AccountRecord) throws -> Void) throws {
+        try performRead("loading accounts") { db in
+            let cursor = try AccountRecord.order(AccountColumn.createdAt, AccountColumn.id).fetchCursor(db)
+            while let record = try cursor.next() { try body(record) }
+        }
+    }
+
+    /// Frees the memory SQLite's connections hold (page caches), after a large read.
+    public func releaseMemory() {
+        pool.releaseMemory()
+    }
+}

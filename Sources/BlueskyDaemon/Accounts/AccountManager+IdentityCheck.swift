@@ -19,7 +19,7 @@ extension AccountManager {
     /// spreads the next checks out instead of reading every DID document at once. Never within
     /// the last minute: that would also hold back a refused call's recheck.
     static func seededIdentityCheck(now: Date) -> Date {
-        now.addingTimeInterval(-Double.random(in: refusedCallRecheckInterval..<identityRecheckInterval))
+        now.addingTimeInterval(-Jitter.uniform(in: refusedCallRecheckInterval..<identityRecheckInterval))
     }
 
     /// Rechecks the identity when the last check is older than the interval, or at once when the

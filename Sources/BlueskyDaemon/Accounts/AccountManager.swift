@@ -24,52 +24,6 @@ final class AccountManager: Sendable {
         self.logger = environment.logger
     }
 
-    /// Loads every account from the store and builds the schedule, in one pass and one hop to
-    /// the scheduler (100,000 accounts load in well under a second).
-    func loadAll() async throws {
-        var records = try store.allAccounts()
-        let now = environment.now()
-        var plan: [(id: UUID, due: Date?, host: String)] = []
-        plan.reserveCapacity(records.count)
-        var interrupted = 0
-        var interner = StringInterner()
-        var hosts = StringInterner()
-        for index in records.indices {
-            records[index] = interner.intern(records[index])
-            let record = records[index]
-            let session = AccountSession(record: record, environment: environment,
-                                         identityCheckedAt: Self.seededIdentityCheck(now: now))
-            registry.insert(session, record: record)
-            var due = AccountSession.plannedRefresh(of: record, environment: environment)
-            if let started = record.refreshStartedAt, record.state != .needsLogin {
-                // The daemon stopped while a refresh was in flight: its outcome is unknown. The
-                // server's grace period lets the old refresh token recover; refresh right away.
-                interrupted += 1
-                logger.warning("a refresh was in flight when blueskyd stopped; refreshing again", metadata: [
-                    "account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)",
-                    "startedAt": "\(started.formatted(.iso8601))", "outcome": "refresh-interrupted",
-                ])
-                due = now
-            }
-            plan.append((record.id, due, hosts.intern(record.refreshHost)))
-            if record.state != .needsLogin, record.sessionEndsSoon(now: now) {
-                await session.warnIfSessionEndsSoon()
-            }
-        }
-        await scheduler.scheduleAll(plan)
-        if records.contains(where: { $0.authKind == .oauth }) {
-            let stored = try store.allDPoPNonces()
-            environment.oauth.importNonces(stored, didOf: Dictionary(uniqueKeysWithValues: records.map { ($0.id, $0.did) }))
-        }
-        let count = records.count
-        records = []
-        plan = []
-        // Loading decoded every row through short-lived allocations; hand the freed pages back
-        // so that an idle daemon's resident memory is what it keeps, not what it passed through.
-        ReleaseFreedMemory.now()
-        logger.info("accounts loaded", metadata: ["count": "\(count)", "interruptedRefreshes": "\(interrupted)"])
-    }
-
     /// The scheduler's action: upkeep of one account (a pending save, a refresh), and when it
     /// is due next. Failures are recorded and logged by the session; the date reflects them.
     func scheduledRefresh(_ id: UUID) async -> Date? {

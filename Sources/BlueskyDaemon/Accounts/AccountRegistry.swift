@@ -9,8 +9,10 @@ import Synchronization
 final class AccountRegistry: Sendable {
     private struct Index {
         var byID: [UUID: AccountSession] = [:]
-        var byDID: [String: UUID] = [:]
-        var byHandle: [String: UUID] = [:]
+        /// Sessions themselves (8 bytes) rather than their ids (16): at 100,000 accounts each
+        /// table has 262,144 buckets.
+        var byDID: [String: AccountSession] = [:]
+        var byHandle: [String: AccountSession] = [:]
         var defaultID: UUID?
     }
 
@@ -24,13 +26,22 @@ final class AccountRegistry: Sendable {
 
     var allSessions: [AccountSession] { index.withLock { Array($0.byID.values) } }
 
+    /// Makes room for `count` more accounts at once (start-up), instead of growing step by step.
+    func reserveCapacity(_ count: Int) {
+        index.withLock { index in
+            index.byID.reserveCapacity(index.byID.count + count)
+            index.byDID.reserveCapacity(index.byDID.count + count)
+            index.byHandle.reserveCapacity(index.byHandle.count + count)
+        }
+    }
+
     func insert(_ session: AccountSession, record: AccountRecord) {
         census.add(record)
         index.withLock { index in
             index.byID[record.id] = session
-            index.byDID[record.did] = record.id
+            index.byDID[record.did] = session
             // Only a verified handle names an account: anyone's DID document can claim any handle.
-            if let handle = record.handle, record.handleVerified { index.byHandle[Self.folded(handle)] = record.id }
+            if let handle = record.handle, record.handleVerified { index.byHandle[Self.folded(handle)] = session }
             if record.isDefault { index.defaultID = record.id }
         }
     }
@@ -40,8 +51,8 @@ final class AccountRegistry: Sendable {
         index.withLock { index in
             guard let session = index.byID.removeValue(forKey: record.id) else { return nil }
             census.remove(record)
-            if index.byDID[record.did] == record.id { index.byDID[record.did] = nil }
-            if let handle = record.handle?.lowercased(), index.byHandle[handle] == record.id { index.byHandle[handle] = nil }
+            if index.byDID[record.did] === session { index.byDID[record.did] = nil }
+            if let handle = record.handle.map(Self.folded), index.byHandle[handle] === session { index.byHandle[handle] = nil }
             if index.defaultID == record.id { index.defaultID = nil }
             return session
         }
@@ -51,8 +62,9 @@ final class AccountRegistry: Sendable {
     /// verified one; nil drops the entry).
     func reindexHandle(of id: UUID, to handle: String?) {
         index.withLock { index in
-            for (name, owner) in index.byHandle where owner == id { index.byHandle[name] = nil }
-            if let handle { index.byHandle[Self.folded(handle)] = id }
+            guard let session = index.byID[id] else { return }
+            for (name, owner) in index.byHandle where owner === session { index.byHandle[name] = nil }
+            if let handle { index.byHandle[Self.folded(handle)] = session }
         }
     }
 
@@ -75,9 +87,9 @@ final class AccountRegistry: Sendable {
             guard let reference else { return index.defaultID.flatMap { index.byID[$0] } }
             // Most calls name a DID or a handle: skip Foundation's UUID parser for those.
             if reference.utf8.count == 36, let id = UUID(uuidString: reference) { return index.byID[id] }
-            if reference.hasPrefix("did:") { return index.byDID[reference].flatMap { index.byID[$0] } }
+            if reference.hasPrefix("did:") { return index.byDID[reference] }
             let handle = reference.hasPrefix("@") ? String(reference.dropFirst()) : reference
-            return index.byHandle[handle.lowercased()].flatMap { index.byID[$0] }
+            return index.byHandle[Self.folded(handle)]
         }
         guard let found else {
             throw reference.map { DaemonError.accountNotFound($0) } ?? .noDefaultAccount
@@ -92,6 +104,6 @@ final class AccountRegistry: Sendable {
     }
 
     func id(forDID did: String) -> UUID? {
-        index.withLock { $0.byDID[did] }
+        index.withLock { $0.byDID[did]?.id }
     }
 }

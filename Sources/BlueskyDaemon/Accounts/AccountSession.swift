@@ -21,7 +21,12 @@ actor AccountSession {
     /// The 48-hour warning before a public OAuth session ends was logged (once per run).
     var warnedSessionEnd = false
     /// When the DID document was last looked at again (handle and PDS changes).
-    var identityCheckedAt: Date?
+    var identityCheckedAt: Date? {
+        get { identityCheckedSeconds.isNaN ? nil : Date(timeIntervalSinceReferenceDate: identityCheckedSeconds) }
+        set { identityCheckedSeconds = newValue?.timeIntervalSinceReferenceDate ?? .nan }
+    }
+    /// `identityCheckedAt` as seconds (NaN: never): 8 bytes, not an optional's 16.
+    private var identityCheckedSeconds: Double
     /// What only a busy or troubled account needs (cached tokens, a refresh in flight, a
     /// backoff); nil for the idle majority, which then carry one pointer instead of it all.
     private var activity: SessionActivity?
@@ -32,7 +37,7 @@ actor AccountSession {
         self.id = record.id
         self.record = record
         self.environment = environment
-        self.identityCheckedAt = identityCheckedAt
+        self.identityCheckedSeconds = identityCheckedAt?.timeIntervalSinceReferenceDate ?? .nan
         if let started = record.refreshStartedAt {
             let activity = SessionActivity()
             activity.interruptedRefresh = (started, true)
@@ -211,7 +216,7 @@ actor AccountSession {
         let issued = record.lastRefreshAt ?? record.createdAt
         let lifetime = max(0, expiry.timeIntervalSince(issued))
         let ahead = min(environment.refreshAhead.seconds, lifetime / 4)
-        let jittered = min(ahead * Double.random(in: 1.0...1.2), lifetime / 3)
+        let jittered = min(ahead * Jitter.uniform(in: 1.0...1.2), lifetime / 3)
         return expiry.addingTimeInterval(-jittered)
     }
 
