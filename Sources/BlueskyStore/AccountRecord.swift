@@ -20,7 +20,7 @@ public enum AccountState: String, Codable, Sendable, CaseIterable {
 /// same row and only opened on request by `AccountStore.secrets(for:)`.
 ///
 /// Laid out for a daemon holding 100,000 of them: strings and dates first, the optional dates
-/// as plain seconds (NaN for none) rather than 9-byte optionals padded to 16, the one-byte
+/// as plain seconds (-∞ for none) rather than 9-byte optionals padded to 16, the one-byte
 /// fields last, and an OAuth session's eight fields behind one pointer.
 public struct AccountRecord: Sendable, Equatable {
     public var id: UUID
@@ -104,20 +104,16 @@ public struct AccountRecord: Sendable, Equatable {
         self.isDefault = isDefault
     }
 
-    public static func == (a: AccountRecord, b: AccountRecord) -> Bool {
-        a.id == b.id && a.did == b.did && a.handle == b.handle && a.pds == b.pds && a.stateReason == b.stateReason
-            && a.createdAt == b.createdAt && a.updatedAt == b.updatedAt && a.lastRefreshAt == b.lastRefreshAt
-            && a.accessExpiresAt == b.accessExpiresAt && a.refreshExpiresAt == b.refreshExpiresAt
-            && a.refreshStartedAt == b.refreshStartedAt && a.oauthBox == b.oauthBox && a.handleVerified == b.handleVerified
-            && a.authKind == b.authKind && a.state == b.state && a.isDefault == b.isDefault
-    }
+    /// "No date" as seconds: no real date is this far back, and unlike NaN it equals itself, so
+    /// the synthesized `==` holds.
+    private static let noDate = -Double.infinity
 
     private static func date(_ seconds: Double) -> Date? {
-        seconds.isNaN ? nil : Date(timeIntervalSinceReferenceDate: seconds)
+        seconds == noDate ? nil : Date(timeIntervalSinceReferenceDate: seconds)
     }
 
     private static func seconds(_ date: Date?) -> Double {
-        date?.timeIntervalSinceReferenceDate ?? .nan
+        date?.timeIntervalSinceReferenceDate ?? noDate
     }
 }
 
