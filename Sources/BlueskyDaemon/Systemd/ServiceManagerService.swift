@@ -19,8 +19,9 @@ struct ServiceManagerService: Service {
     let reloader: ConfigurationReloader
     let watchdogTimeout: Duration?
     let logger: Logger
-    /// How often the status line is refreshed between events.
-    var statusInterval: Duration = .seconds(30)
+    /// How often the status line is looked at: it reads counts kept as accounts change (no
+    /// work per account), and is sent only when it changed.
+    var statusInterval: Duration = .seconds(5)
 
     func run() async throws {
         // Trap SIGHUP before READY=1: its default action would kill the daemon.
@@ -69,7 +70,7 @@ struct ServiceManagerService: Service {
     }
 
     private func refreshStatus() async {
-        // Counting states visits every account; nobody reads the line outside systemd.
+        // Nobody reads the line outside systemd.
         guard notifier.isEnabled else { return }
         var last = ""
         while (try? await Task.sleep(for: statusInterval)) != nil {
