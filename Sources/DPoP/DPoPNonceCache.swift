@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The latest `DPoP-Nonce` of each server, per account.
+/// The latest `DPoP-Nonce` of each server, per account, and the newest of each server.
 ///
 /// Each server (the authorization server and every PDS origin) issues its own nonces, rotating
 /// about every minute with previous, current and next accepted. Keeping the latest one, updated
@@ -24,63 +24,82 @@ public final class DPoPNonceCache: Sendable {
         }
     }
 
-    private struct Key: Hashable {
-        var account: String
-        var origin: String
+    private struct State {
+        /// Account → origin → its latest nonce: one account's entries without a scan.
+        var byAccount: [String: [String: Entry]] = [:]
+        /// The newest nonce each server gave anyone: servers issue nonces for all their
+        /// clients (the atproto reference rotates one per server), so an account whose own is
+        /// minutes old (an idle account's next refresh) need not pay a challenge for a new one.
+        var newestByOrigin: [String: Entry] = [:]
+
+        mutating func remember(_ entry: Entry) {
+            byAccount[entry.account, default: [:]][entry.origin] = entry
+            if let newest = newestByOrigin[entry.origin], newest.receivedAt > entry.receivedAt { return }
+            newestByOrigin[entry.origin] = entry
+        }
     }
 
-    private let entries = Mutex<[Key: Entry]>([:])
+    private let state = Mutex(State())
 
     public init() {}
 
-    /// The nonce to put in the next proof for `account` to `origin`, if one is known.
+    /// The nonce to put in the next proof for `account` to `origin`: the newer of the account's
+    /// own and the newest the server gave any account; nil when neither is known.
     public func nonce(account: String, origin: String) -> String? {
-        entries.withLock { $0[Key(account: account, origin: origin)]?.nonce }
+        state.withLock { state in
+            let own = state.byAccount[account]?[origin]
+            guard let shared = state.newestByOrigin[origin] else { return own?.nonce }
+            guard let own, own.receivedAt >= shared.receivedAt else { return shared.nonce }
+            return own.nonce
+        }
     }
 
     /// Remembers `nonce` (the latest value wins); `nil` or empty leaves the cache as it was, so
     /// it can be fed the `DPoP-Nonce` header of every response without checking it first.
     public func update(account: String, origin: String, nonce: String?, receivedAt: Date = Date()) {
         guard let nonce, !nonce.isEmpty else { return }
-        entries.withLock {
-            $0[Key(account: account, origin: origin)] =
-                Entry(account: account, origin: origin, nonce: nonce, receivedAt: receivedAt)
-        }
+        state.withLock { $0.remember(Entry(account: account, origin: origin, nonce: nonce, receivedAt: receivedAt)) }
     }
 
-    /// Drops everything remembered for `account` (logout, removal).
+    /// Drops what was remembered for `account` (logout, removal). A server's newest nonce stays:
+    /// it is the server's, not the account's.
     public func forget(account: String) {
-        entries.withLock { $0 = $0.filter { $0.key.account != account } }
+        state.withLock { _ = $0.byAccount.removeValue(forKey: account) }
     }
 
     /// Moves `from`'s nonces to `to`, keeping any newer one `to` already has: at login the PAR
     /// and code exchange run before the DID is known (under, say, the handle), and the session
     /// then continues under the DID without paying a fresh challenge.
     public func move(from: String, to: String) {
-        entries.withLock { entries in
-            for (key, entry) in entries where key.account == from {
-                entries[key] = nil
-                let target = Key(account: to, origin: key.origin)
-                if let current = entries[target], current.receivedAt > entry.receivedAt { continue }
-                entries[target] = Entry(account: to, origin: key.origin, nonce: entry.nonce, receivedAt: entry.receivedAt)
+        state.withLock { state in
+            guard let moved = state.byAccount.removeValue(forKey: from) else { return }
+            for (origin, entry) in moved {
+                if let current = state.byAccount[to]?[origin], current.receivedAt > entry.receivedAt { continue }
+                state.byAccount[to, default: [:]][origin] = Entry(account: to, origin: origin, nonce: entry.nonce,
+                                                                 receivedAt: entry.receivedAt)
             }
         }
     }
 
+    /// One account's nonces, by origin: what the daemon persists after a rotation, in time
+    /// independent of how many accounts there are.
+    public func entries(account: String) -> [Entry] {
+        state.withLock { ($0.byAccount[account].map { Array($0.values) } ?? []) }.sorted { $0.origin < $1.origin }
+    }
+
     /// Everything remembered, for persisting; sorted so the output is stable.
     public func exported() -> [Entry] {
-        entries.withLock { Array($0.values) }.sorted { ($0.account, $0.origin) < ($1.account, $1.origin) }
+        state.withLock { $0.byAccount.values.flatMap(\.values) }.sorted { ($0.account, $0.origin) < ($1.account, $1.origin) }
     }
 
     /// Restores persisted entries, skipping those older than `maxAge` at `now` (a nonce lives
     /// only minutes; a stale one would cost a challenge anyway). An entry already in the cache
     /// and received later than the imported one is kept: the latest value wins.
     public func importEntries(_ imported: [Entry], now: Date = Date(), maxAge: TimeInterval = 180) {
-        entries.withLock { entries in
+        state.withLock { state in
             for entry in imported where now.timeIntervalSince(entry.receivedAt) <= maxAge && !entry.nonce.isEmpty {
-                let key = Key(account: entry.account, origin: entry.origin)
-                if let current = entries[key], current.receivedAt > entry.receivedAt { continue }
-                entries[key] = entry
+                if let current = state.byAccount[entry.account]?[entry.origin], current.receivedAt > entry.receivedAt { continue }
+                state.remember(entry)
             }
         }
     }

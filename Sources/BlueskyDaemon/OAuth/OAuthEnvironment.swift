@@ -62,7 +62,7 @@ final class OAuthEnvironment: Sendable {
 
     /// The nonces the cache holds for `did`, as rows for the store.
     func storedNonces(did: String, account: UUID) -> [StoredDPoPNonce] {
-        nonces.exported().filter { $0.account == did }.map {
+        nonces.entries(account: did).map {
             StoredDPoPNonce(account: account, origin: $0.origin, nonce: $0.nonce, receivedAt: $0.receivedAt)
         }
     }
