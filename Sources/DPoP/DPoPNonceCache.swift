@@ -24,18 +24,39 @@ public final class DPoPNonceCache: Sendable {
         }
     }
 
+    private struct Key: Hashable {
+        var account: String
+        var origin: String
+    }
+
     private struct State {
-        /// Account → origin → its latest nonce: one account's entries without a scan.
-        var byAccount: [String: [String: Entry]] = [:]
+        /// (account, origin) → that account's latest nonce from that server, in one flat table:
+        /// at 100,000 accounts a table per account would cost more than the nonces.
+        var byKey: [Key: Entry] = [:]
         /// The newest nonce each server gave anyone: servers issue nonces for all their
         /// clients (the atproto reference rotates one per server), so an account whose own is
         /// minutes old (an idle account's next refresh) need not pay a challenge for a new one.
+        /// Its keys are also every origin known, few enough to look an account's entries up by.
         var newestByOrigin: [String: Entry] = [:]
 
         mutating func remember(_ entry: Entry) {
-            byAccount[entry.account, default: [:]][entry.origin] = entry
+            var entry = entry
+            if let newest = newestByOrigin[entry.origin] {
+                // Share the strings most entries have in common with the server's newest.
+                entry.origin = newest.origin
+                if newest.nonce == entry.nonce { entry.nonce = newest.nonce }
+            }
+            byKey[Key(account: entry.account, origin: entry.origin)] = entry
             if let newest = newestByOrigin[entry.origin], newest.receivedAt > entry.receivedAt { return }
             newestByOrigin[entry.origin] = entry
+        }
+
+        func entries(account: String) -> [Entry] {
+            newestByOrigin.keys.compactMap { byKey[Key(account: account, origin: $0)] }
+        }
+
+        mutating func removeAll(account: String) -> [Entry] {
+            newestByOrigin.keys.compactMap { byKey.removeValue(forKey: Key(account: account, origin: $0)) }
         }
     }
 
@@ -47,7 +68,7 @@ public final class DPoPNonceCache: Sendable {
     /// own and the newest the server gave any account; nil when neither is known.
     public func nonce(account: String, origin: String) -> String? {
         state.withLock { state in
-            let own = state.byAccount[account]?[origin]
+            let own = state.byKey[Key(account: account, origin: origin)]
             guard let shared = state.newestByOrigin[origin] else { return own?.nonce }
             guard let own, own.receivedAt >= shared.receivedAt else { return shared.nonce }
             return own.nonce
@@ -64,7 +85,7 @@ public final class DPoPNonceCache: Sendable {
     /// Drops what was remembered for `account` (logout, removal). A server's newest nonce stays:
     /// it is the server's, not the account's.
     public func forget(account: String) {
-        state.withLock { _ = $0.byAccount.removeValue(forKey: account) }
+        state.withLock { _ = $0.removeAll(account: account) }
     }
 
     /// Moves `from`'s nonces to `to`, keeping any newer one `to` already has: at login the PAR
@@ -72,11 +93,9 @@ public final class DPoPNonceCache: Sendable {
     /// then continues under the DID without paying a fresh challenge.
     public func move(from: String, to: String) {
         state.withLock { state in
-            guard let moved = state.byAccount.removeValue(forKey: from) else { return }
-            for (origin, entry) in moved {
-                if let current = state.byAccount[to]?[origin], current.receivedAt > entry.receivedAt { continue }
-                state.byAccount[to, default: [:]][origin] = Entry(account: to, origin: origin, nonce: entry.nonce,
-                                                                 receivedAt: entry.receivedAt)
+            for entry in state.removeAll(account: from) {
+                if let current = state.byKey[Key(account: to, origin: entry.origin)], current.receivedAt > entry.receivedAt { continue }
+                state.remember(Entry(account: to, origin: entry.origin, nonce: entry.nonce, receivedAt: entry.receivedAt))
             }
         }
     }
@@ -84,12 +103,12 @@ public final class DPoPNonceCache: Sendable {
     /// One account's nonces, by origin: what the daemon persists after a rotation, in time
     /// independent of how many accounts there are.
     public func entries(account: String) -> [Entry] {
-        state.withLock { ($0.byAccount[account].map { Array($0.values) } ?? []) }.sorted { $0.origin < $1.origin }
+        state.withLock { $0.entries(account: account) }.sorted { $0.origin < $1.origin }
     }
 
     /// Everything remembered, for persisting; sorted so the output is stable.
     public func exported() -> [Entry] {
-        state.withLock { $0.byAccount.values.flatMap(\.values) }.sorted { ($0.account, $0.origin) < ($1.account, $1.origin) }
+        state.withLock { Array($0.byKey.values) }.sorted { ($0.account, $0.origin) < ($1.account, $1.origin) }
     }
 
     /// Restores persisted entries, skipping those older than `maxAge` at `now` (a nonce lives
@@ -98,7 +117,8 @@ public final class DPoPNonceCache: Sendable {
     public func importEntries(_ imported: [Entry], now: Date = Date(), maxAge: TimeInterval = 180) {
         state.withLock { state in
             for entry in imported where now.timeIntervalSince(entry.receivedAt) <= maxAge && !entry.nonce.isEmpty {
-                if let current = state.byAccount[entry.account]?[entry.origin], current.receivedAt > entry.receivedAt { continue }
+                if let current = state.byKey[Key(account: entry.account, origin: entry.origin)],
+                   current.receivedAt > entry.receivedAt { continue }
                 state.remember(entry)
             }
         }
