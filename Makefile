@@ -65,6 +65,8 @@ test: deps
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --filter EndToEndTests --no-parallel
 	# The units verify cleanly, the manual pages lint, make install/uninstall lay out every file.
 	scripts/check-packaging "$(DEBUG_BIN)"
+	# Each libFuzzer target for 10 s from its seeds (docs/FUZZING.md; scripts/fuzz long runs 10M each).
+	scripts/fuzz smoke
 
 bench: deps
 	for product in blueskyd blueskyd-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
