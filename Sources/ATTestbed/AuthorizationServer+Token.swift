@@ -57,7 +57,8 @@ extension AuthorizationServer {
     }
 
     private enum RefreshOutcome {
-        case rotated(TestbedResponse, did: String)
+        /// `margin`: the previous access token's remaining life, nil when unknown.
+        case rotated(TestbedResponse, did: String, margin: Double?)
         case refused(String, did: String?)
         case replayed(did: String)
     }
@@ -92,15 +93,18 @@ extension AuthorizationServer {
             }
             guard now < entry.expiresAt else { return .refused("Refresh token expired", did: session.did) }
             storage.refreshTokens[refreshToken]!.used = true
-            return .rotated(issueTokens(for: session, now: now, storage: &storage), did: session.did)
+            let margin = storage.latestAccessExpiry[session.id].map { $0.timeIntervalSince(now) }
+            return .rotated(issueTokens(for: session, now: now, storage: &storage), did: session.did, margin: margin)
         }
         switch outcome {
-        case .rotated(let response, let did):
+        case .rotated(let response, let did, let margin):
             let lost = oauth.misbehaviours.takeLostRefreshResponse()
             oauth.metrics.record(did: did) {
                 $0.refreshes += 1
                 if lost { $0.lostRefreshResponses += 1 }
+                if let margin, margin < 0 { $0.refreshesAfterAccessExpiry += 1 }
             }
+            if let margin { oauth.refreshMargins.record(OAuthRefreshMargin(did: did, refreshedAt: now, seconds: margin)) }
             guard !lost else {
                 var dropped = TestbedResponse()
                 dropped.dropsConnection = true
@@ -132,6 +136,7 @@ extension AuthorizationServer {
             thumbprint: session.thumbprint)
         let refreshToken = "ref-" + Encodings.randomToken(bytes: 32)
         storage.accessTokens[claims.jti] = session.id
+        storage.latestAccessExpiry[session.id] = Date(timeIntervalSince1970: TimeInterval(claims.expiresAt))
         // An unused refresh token lapses: after the session's lifetime for public clients, after
         // the idle limit for confidential ones (whose sessions live far longer).
         let idleLimit = session.clientKeyID == nil

@@ -55,6 +55,8 @@ final class AuthorizationServerState: Sendable {
         var refreshTokens: [String: RefreshTokenEntry] = [:]
         /// Access token `jti` → session, so deleting a session stops its access tokens.
         var accessTokens: [String: String] = [:]
+        /// Session → expiry of its newest access token: a refresh's margin is measured against it.
+        var latestAccessExpiry: [String: Date] = [:]
     }
 
     /// The host the server answers on (`auth.<domain>` or `rogue-auth.<domain>`).
@@ -78,6 +80,7 @@ extension AuthorizationServerState.Storage {
     @discardableResult
     mutating func deleteSession(_ id: String) -> Bool {
         guard sessions.removeValue(forKey: id) != nil else { return false }
+        latestAccessExpiry[id] = nil
         refreshTokens = refreshTokens.filter { $0.value.sessionID != id }
         accessTokens = accessTokens.filter { $0.value != id }
         return true

@@ -11,6 +11,9 @@ public struct OAuthStats: Sendable, Equatable {
     public var tokenExchanges = 0
     /// Refresh grants that rotated the tokens (lost responses included).
     public var refreshes = 0
+    /// Refresh grants that came after the session's newest access token had expired: the client
+    /// let it lapse (`Testbed.oauthRefreshMargins` has every grant's margin).
+    public var refreshesAfterAccessExpiry = 0
     /// Refresh grants whose answer was dropped on purpose (`loseRefreshResponses`).
     public var lostRefreshResponses = 0
     /// Already-used refresh tokens presented again.

@@ -85,6 +85,7 @@ extension Testbed {
     public func resetCounters() {
         context.metrics.reset()
         context.oauth.metrics.reset()
+        context.oauth.refreshMargins.reset()
         context.failures.reset()
         for account in context.accounts.all {
             account.data.withLock { $0.stats = AccountStats() }

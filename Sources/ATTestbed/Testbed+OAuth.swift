@@ -91,6 +91,7 @@ extension Testbed {
     /// every misbehaviour off (sessions are kept).
     public func resetOAuth() {
         context.oauth.metrics.reset()
+        context.oauth.refreshMargins.reset()
         context.oauth.authorizationServerRequests.reset()
         context.oauth.misbehaviours.reset()
         context.oauth.setNonceChurn(false)

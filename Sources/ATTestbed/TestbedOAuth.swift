@@ -15,6 +15,8 @@ final class TestbedOAuth: Sendable {
     let clients = OAuthClientDirectory()
     let clientsHost: String
     let metrics = OAuthMetrics()
+    /// How long before its access token's expiry each session was refreshed.
+    let refreshMargins = RefreshMarginLog()
     let misbehaviours = OAuthMisbehaviours()
     /// The last DPoP request the PDS accepted for each DID, for independent checks in tests.
     let lastResourceRequests = Mutex<[String: RecordedDPoPRequest]>([:])

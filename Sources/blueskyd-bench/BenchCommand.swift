@@ -7,13 +7,13 @@ import Foundation
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blueskyd-bench",
-        abstract: "Measures blueskyd: proxy throughput and added latency against a local PDS (app-password and OAuth), DPoP nonce challenges, idle memory, the cost of a DPoP proof.",
+        abstract: "Measures blueskyd: proxy throughput and added latency against a local PDS (app-password and OAuth), DPoP nonce challenges, idle memory, the cost of a DPoP proof, refresh capacity; and a soak.",
         discussion: """
             Run it with `make bench`: it needs the hermetic test network (scripts/hermetic-run), where the \
             testbed binds 127.0.0.N:443 as tbN.test, and a release build of blueskyd in $BLUESKYD_BIN_DIR \
             (or next to this executable). See docs/PERFORMANCE.md.
             """,
-        subcommands: [RunBenchmark.self, UpstreamCommand.self],
+        subcommands: [RunBenchmark.self, SoakCommand.self, UpstreamCommand.self],
         defaultSubcommand: RunBenchmark.self)
 }
 
@@ -34,22 +34,30 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Registered account counts for the memory section, comma-separated.")
     var accountCounts = "1,1000,100000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
-    @Option(help: "Sections to run, comma-separated: throughput, latency, oauth-throughput, oauth-latency, oauth-nonces, memory, dpop.")
-    var sections = "throughput,latency,oauth-throughput,oauth-latency,oauth-nonces,memory,dpop"
+    @Option(help: "Sections to run, comma-separated: throughput, latency, oauth-throughput, oauth-latency, oauth-nonces, memory, dpop, refresh-capacity.")
+    var sections = "throughput,latency,oauth-throughput,oauth-latency,oauth-nonces,memory,dpop,refresh-capacity"
     @Option(help: "Proxied OAuth calls per run of the oauth-nonces section.") var nonceCalls = 10_000
     @Option(help: "Seconds between DPoP nonce rotations at the benchmark's testbed (the reference server: 60).")
     var nonceRotationSeconds = 60
     @Option(help: "A second oauth-nonces run against a testbed rotating its nonces this often, in seconds (0: none).")
     var shortNonceRotationSeconds = 1
+    @Option(help: "OAuth accounts of the refresh-capacity section.") var refreshAccounts = 100_000
+    @Option(help: "Minutes over which their access tokens expire (refresh-capacity).") var refreshWindowMinutes = 15.0
+    @Option(help: "Minutes from blueskyd's start to the first expiry, roughly (refresh-capacity; blueskyd refreshes up to 6 min ahead).")
+    var refreshLeadMinutes = 7.0
+    @Option(help: "Milliseconds the testbed's token endpoint takes to answer a refresh (refresh-capacity).")
+    var refreshLatencyMs = 100
+    @Option(help: "Minutes the access tokens handed out by refreshes live (refresh-capacity: longer than the run).")
+    var refreshedTokenLifetimeMinutes = 120
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
-    @Option(help: "Seconds after which the whole run gives up (children are killed).") var timeLimit = 600.0
+    @Option(help: "Seconds after which the whole run gives up (children are killed); default 600, plus the refresh-capacity section's length when it runs.")
+    var timeLimit: Double?
 
     func run() async throws {
-        Watchdog.arm(seconds: timeLimit)
         // A request to an upstream child that died must fail, not kill the benchmark.
         signal(SIGPIPE, SIG_IGN)
-        let options = BenchOptions(
+        var options = BenchOptions(
             connections: max(1, connections), rounds: max(1, rounds), roundSeconds: max(0.2, roundSeconds),
             warmupSeconds: max(0, warmupSeconds), latencySamples: max(10, latencySamples),
             latencyBlock: max(1, latencyBlock),
@@ -58,6 +66,13 @@ struct RunBenchmark: AsyncParsableCommand {
             sections: Set(sections.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }),
             inProcessUpstream: inProcessUpstream, nonceCalls: max(1, nonceCalls),
             nonceRotationSeconds: max(1, nonceRotationSeconds), shortNonceRotationSeconds: max(0, shortNonceRotationSeconds))
+        options.refreshAccounts = max(1, refreshAccounts)
+        options.refreshWindowMinutes = max(0.1, refreshWindowMinutes)
+        options.refreshLeadMinutes = max(0, refreshLeadMinutes)
+        options.refreshLatencyMilliseconds = max(0, refreshLatencyMs)
+        options.refreshedTokenLifetimeMinutes = max(1, refreshedTokenLifetimeMinutes)
+        let extra = options.wants(RefreshCapacityBench.section) ? RefreshCapacityBench.timeBudget(options) : 0
+        Watchdog.arm(seconds: timeLimit ?? 600 + extra)
         let progress = ProgressLog(enabled: true)
         let report = await BenchRun(options: options, progress: progress).run()
         if json {
@@ -84,6 +99,11 @@ struct BenchOptions: Sendable {
     var nonceCalls: Int
     var nonceRotationSeconds: Int
     var shortNonceRotationSeconds: Int
+    var refreshAccounts = 100_000
+    var refreshWindowMinutes = 15.0
+    var refreshLeadMinutes = 7.0
+    var refreshLatencyMilliseconds = 100
+    var refreshedTokenLifetimeMinutes = 120
 
     func wants(_ section: String) -> Bool { sections.contains(section) }
 }

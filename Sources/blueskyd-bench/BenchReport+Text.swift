@@ -8,12 +8,18 @@ extension BenchReport {
         lines.append("machine:  \(machine.processors) CPUs, \(machine.cpuModel), \(machine.memoryTotal) RAM, Linux \(machine.kernel)")
         lines.append("upstream: \(upstream)")
         lines.append("daemon:   \(daemonBinary)")
-        lines.append("")
-        lines += throughputLines(throughput, title: "1. Throughput")
-        lines.append("")
-        lines += latencyLines(latency, title: "2. Latency at one connection")
-        lines.append("")
-        lines += memoryLines()
+        if wants("throughput") {
+            lines.append("")
+            lines += throughputLines(throughput, title: "1. Throughput")
+        }
+        if wants("latency") {
+            lines.append("")
+            lines += latencyLines(latency, title: "2. Latency at one connection")
+        }
+        if wants("memory") {
+            lines.append("")
+            lines += memoryLines()
+        }
         if let dpop {
             lines.append("")
             lines += dpopLines(dpop)
@@ -26,6 +32,10 @@ extension BenchReport {
             lines.append("")
             lines += nonceLines()
         }
+        if let refreshCapacity {
+            lines.append("")
+            lines += refreshCapacity.lines()
+        }
         if !problems.isEmpty {
             lines.append("")
             lines.append("Problems:")
@@ -33,6 +43,9 @@ extension BenchReport {
         }
         return lines.joined(separator: "\n")
     }
+
+    /// Whether a section was asked for (a report from before `sections` was recorded: all).
+    private func wants(_ section: String) -> Bool { sections.isEmpty || sections.contains(section) }
 
     private func throughputLines(_ result: ThroughputResult?, title: String) -> [String] {
         guard let t = result else { return ["\(title): not measured (see problems)"] }
@@ -144,6 +157,6 @@ func mebibytes(_ kib: Int) -> String {
     format(Double(kib) / 1024, 1) + " MiB"
 }
 
-private func pad(_ text: String, _ width: Int) -> String {
+func pad(_ text: String, _ width: Int) -> String {
     text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
 }

@@ -7,6 +7,8 @@ struct BenchReport: Codable, Sendable {
     var upstream: String
     /// The blueskyd executable measured.
     var daemonBinary: String
+    /// The sections asked for (the text report leaves the others out).
+    var sections: [String] = []
     var throughput: ThroughputResult?
     var latency: LatencyResult?
     var memory: [MemoryResult] = []
@@ -16,6 +18,8 @@ struct BenchReport: Codable, Sendable {
     var oauthLatency: LatencyResult?
     /// Section 7: one entry per nonce rotation period tried.
     var nonceChallenges: [NonceChallengeResult] = []
+    /// Section 8: many OAuth accounts falling due within one window.
+    var refreshCapacity: RefreshCapacityResult?
     /// Sections that failed or were skipped, one line each.
     var problems: [String] = []
 }

@@ -29,7 +29,12 @@ struct BenchRun {
             report.problems.append("not run under scripts/hermetic-run: the tbN.test names may not resolve (use `make bench`)")
         }
 
-        let upstream = await startUpstream(directory: work.path + "/testbed", report: &report)
+        report.sections = BenchRun.sectionOrder.filter(options.wants)
+        // The shared testbed serves every section but the last two (dpop needs none, and
+        // refresh-capacity starts its own).
+        let needsSharedUpstream = options.sections.contains { !["dpop", RefreshCapacityBench.section].contains($0) }
+        let upstream = needsSharedUpstream ? await startUpstream(directory: work.path + "/testbed", report: &report) : nil
+        if !needsSharedUpstream { report.upstream = "none shared (refresh-capacity starts its own testbed)" }
         if options.wants("throughput") || options.wants("latency") {
             if let info = upstream?.info {
                 await ProxyBench(options: options, upstream: info, workDirectory: work.path, progress: progress)
@@ -61,14 +66,24 @@ struct BenchRun {
             }
         }
         await upstream?.stop()
+        // Last, on its own testbed: it runs for the length of its window.
+        if options.wants(RefreshCapacityBench.section) {
+            report.refreshCapacity = await RefreshCapacityBench(options: options, workDirectory: work.path, progress: progress).run()
+            if let error = report.refreshCapacity?.error { report.problems.append("refresh-capacity: \(error)") }
+        }
         return report
     }
+
+    /// Every section, in the order they run.
+    static let sectionOrder = ["throughput", "latency", "oauth-throughput", "oauth-latency", "oauth-nonces", "memory", "dpop",
+                               RefreshCapacityBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {
         progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))
         do {
             let upstream = try await StartedUpstream.start(
-                directory: directory, nonceRotationSeconds: options.nonceRotationSeconds, inProcess: options.inProcessUpstream)
+                directory: directory, settings: UpstreamSettings(nonceRotationSeconds: options.nonceRotationSeconds),
+                inProcess: options.inProcessUpstream)
             report.upstream = upstream.description
             return upstream
         } catch {

@@ -141,7 +141,8 @@ struct OAuthBench {
         let period = options.shortNonceRotationSeconds
         progress.say("oauth-nonces: starting a second testbed, nonces rotating every \(period) s")
         let shortUpstream = try await StartedUpstream.start(
-            directory: workDirectory + "/testbed-nonces", nonceRotationSeconds: period, inProcess: options.inProcessUpstream)
+            directory: workDirectory + "/testbed-nonces", settings: UpstreamSettings(nonceRotationSeconds: period),
+            inProcess: options.inProcessUpstream)
         do {
             // This testbed has its own CA.
             let loginHTTP = try OutboundHTTP(.init(extraCAFile: shortUpstream.info.caFile))

@@ -14,6 +14,8 @@ struct UpstreamInfo: Codable, Sendable {
     var appPassword: String
     /// How often the testbed's DPoP nonces rotate (its PDS's and its authorization server's).
     var dpopNonceRotationSeconds: Int
+    /// The PDS's authorization server (issuer URL).
+    var oauthIssuer: String
 }
 
 /// Name of the account the benchmark logs in with.
@@ -21,18 +23,14 @@ let benchAccountName = "bench"
 
 extension UpstreamInfo {
     /// Starts a testbed in the hermetic network with the benchmark account.
-    static func startTestbed(directory: String, nonceRotationSeconds: Int) async throws -> (Testbed, UpstreamInfo) {
-        let testbed = try await Testbed.startInHermeticNetwork(directory: directory) { configuration in
-            // No refresh may happen during the measurements, for either kind of session.
-            configuration.accessTokenLifetime = .seconds(24 * 3600)
-            configuration.oauthAccessTokenLifetime = .seconds(24 * 3600)
-            configuration.dpopNonceRotationPeriod = .seconds(nonceRotationSeconds)
-        }
+    static func startTestbed(directory: String, settings: UpstreamSettings) async throws -> (Testbed, UpstreamInfo) {
+        // By default no refresh happens during the measurements, for either kind of session.
+        let testbed = try await Testbed.startInHermeticNetwork(directory: directory, configure: settings.configure)
         let account = await testbed.createAccount(AccountSpec(name: benchAccountName, initialPosts: 3))
         let info = UpstreamInfo(
             caFile: testbed.caFile, pdsURL: testbed.pdsURL, plcURL: testbed.plcURL,
             did: account.did, handle: account.handle, appPassword: account.appPassword,
-            dpopNonceRotationSeconds: nonceRotationSeconds)
+            dpopNonceRotationSeconds: settings.nonceRotationSeconds, oauthIssuer: testbed.oauthIssuer)
         return (testbed, info)
     }
 }
@@ -48,14 +46,20 @@ struct UpstreamCommand: AsyncParsableCommand {
 
     @Option(help: "Directory for the testbed's CA certificate.") var directory: String
     @Option(help: "Seconds between DPoP nonce rotations.") var dpopNonceRotationSeconds = 60
+    @Option(help: "Milliseconds before a refresh is answered.") var refreshLatencyMs = 0
+    @Option(help: "Lifetime of app-password access tokens, seconds.") var accessTokenLifetimeSeconds = 24 * 3600
+    @Option(help: "Lifetime of OAuth access tokens, seconds.") var oauthAccessTokenLifetimeSeconds = 24 * 3600
 
     func run() async throws {
-        let (testbed, info) = try await UpstreamInfo.startTestbed(
-            directory: directory, nonceRotationSeconds: dpopNonceRotationSeconds)
+        var settings = UpstreamSettings(nonceRotationSeconds: dpopNonceRotationSeconds)
+        settings.refreshLatencyMilliseconds = refreshLatencyMs
+        settings.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
+        settings.oauthAccessTokenLifetimeSeconds = oauthAccessTokenLifetimeSeconds
+        let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory, settings: settings)
         FileHandle.standardOutput.write(try JSONEncoder().encode(info) + Data("\n".utf8))
         await Task.detached {
             while let line = readLine() {
-                FileHandle.standardOutput.write(UpstreamRequest.answer(line, testbed: testbed) + Data("\n".utf8))
+                FileHandle.standardOutput.write(await UpstreamRequest.answer(line, testbed: testbed) + Data("\n".utf8))
             }
         }.value
         try? await testbed.shutdown()
@@ -73,11 +77,10 @@ final class UpstreamProcess: @unchecked Sendable {
     private let exchange = NSLock()
 
     /// Starts `<this executable> upstream` and waits (up to `timeout`) for its JSON line.
-    init(directory: String, nonceRotationSeconds: Int, timeout: Duration = .seconds(60)) async throws {
+    init(directory: String, settings: UpstreamSettings, timeout: Duration = .seconds(60)) async throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["upstream", "--directory", directory,
-                             "--dpop-nonce-rotation-seconds", String(nonceRotationSeconds)]
+        process.arguments = ["upstream", "--directory", directory] + settings.arguments
         let stdinPipe = Pipe()
         let stdoutPipe = Pipe()
         process.standardInput = stdinPipe
@@ -153,25 +156,27 @@ struct StartedUpstream: Sendable {
     /// Where it runs, for the report.
     let description: String
     let counters: any OAuthCounterSource
+    /// Requests beyond the counters (minting sessions, refresh margins, more accounts).
+    let control: any UpstreamControl
+    /// The child's pid; nil when the testbed runs in this process.
+    var pid: Int32? { process?.pid }
     private let process: UpstreamProcess?
     private let testbed: Testbed?
 
-    static func start(directory: String, nonceRotationSeconds: Int, inProcess: Bool) async throws -> StartedUpstream {
+    static func start(directory: String, settings: UpstreamSettings, inProcess: Bool) async throws -> StartedUpstream {
         if inProcess {
-            let (testbed, info) = try await UpstreamInfo.startTestbed(
-                directory: directory, nonceRotationSeconds: nonceRotationSeconds)
+            let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory, settings: settings)
             return StartedUpstream(
                 info: info, description: "ATTestbed PDS at \(info.pdsURL), in the benchmark process (shares its event loops), "
-                    + "DPoP nonces rotating every \(nonceRotationSeconds) s",
-                counters: testbed, process: nil, testbed: testbed)
+                    + settings.summary,
+                counters: testbed, control: InProcessUpstream(testbed: testbed), process: nil, testbed: testbed)
         }
-        let process = try await UpstreamProcess(directory: directory, nonceRotationSeconds: nonceRotationSeconds)
+        let process = try await UpstreamProcess(directory: directory, settings: settings)
         return StartedUpstream(
             info: process.info,
             description: "ATTestbed PDS at \(process.info.pdsURL), HTTPS with a generated CA, "
-                + "in its own process (`blueskyd-bench upstream`, pid \(process.pid)), "
-                + "DPoP nonces rotating every \(nonceRotationSeconds) s",
-            counters: process, process: process, testbed: nil)
+                + "in its own process (`blueskyd-bench upstream`, pid \(process.pid)), " + settings.summary,
+            counters: process, control: process, process: process, testbed: nil)
     }
 
     func stop() async {

@@ -36,6 +36,57 @@ struct OAuthCounters: Codable, Sendable, Equatable {
     }
 }
 
+/// The testbed's OAuth counters over every request, for the refresh sections: what must stay
+/// at zero while an authorization server is under load.
+struct OAuthTotals: Codable, Sendable {
+    var refreshes = 0
+    /// Refreshes after the previous access token had expired.
+    var refreshesAfterAccessExpiry = 0
+    var refreshTokenReplays = 0
+    var invalidGrants = 0
+    var clientAuthenticationFailures = 0
+    /// `use_dpop_nonce` answers of the authorization server.
+    var authorizationServerNonceChallenges = 0
+    var pdsNonceChallenges = 0
+    var dpopRejections = 0
+    var invalidTokenRejections = 0
+
+    init(_ stats: OAuthStats) {
+        refreshes = stats.refreshes
+        refreshesAfterAccessExpiry = stats.refreshesAfterAccessExpiry
+        refreshTokenReplays = stats.refreshTokenReplays
+        invalidGrants = stats.invalidGrants
+        clientAuthenticationFailures = stats.clientAuthenticationFailures
+        authorizationServerNonceChallenges = stats.authorizationServerNonceChallenges
+        pdsNonceChallenges = stats.pdsNonceChallenges
+        dpopRejections = stats.totalDPoPRejections
+        invalidTokenRejections = stats.invalidTokenRejections
+    }
+}
+
+/// What the testbed's PDS saw for one app-password account.
+struct AppPasswordCounters: Codable, Sendable {
+    var sessionsCreated = 0
+    /// Accepted refreshSession calls (grace-period reuses included).
+    var refreshes = 0
+    /// Already-rotated refresh tokens presented again within the grace period.
+    var refreshTokenReuses = 0
+    /// refreshSession calls refused.
+    var rejectedRefreshes = 0
+    /// Calls refused with `ExpiredToken`.
+    var expiredAccessRejections = 0
+    var authenticatedCalls = 0
+
+    init(_ stats: AccountStats) {
+        sessionsCreated = stats.sessionsCreated
+        refreshes = stats.refreshes
+        refreshTokenReuses = stats.refreshTokenReuses
+        rejectedRefreshes = stats.rejectedRefreshes
+        expiredAccessRejections = stats.expiredAccessRejections
+        authenticatedCalls = stats.authenticatedCalls
+    }
+}
+
 /// Where the benchmark reads the testbed's counters: the testbed itself when it runs in this
 /// process, or the upstream child over its pipes.
 protocol OAuthCounterSource: Sendable {
@@ -48,27 +99,6 @@ extension Testbed: OAuthCounterSource {
 
 extension UpstreamProcess: OAuthCounterSource {
     func oauthCounters(did: String) async throws -> OAuthCounters {
-        guard let reply = await send(UpstreamRequest.oauthCounters + " " + did),
-              let counters = try? JSONDecoder().decode(OAuthCounters.self, from: Data(reply.utf8))
-        else {
-            throw BenchError.upstreamFailed("the testbed process did not answer `\(UpstreamRequest.oauthCounters)`")
-        }
-        return counters
-    }
-}
-
-/// The requests the upstream child answers on its standard input, one line each.
-enum UpstreamRequest {
-    /// `oauth-counters <did>`: that account's `OAuthCounters`, as one JSON line.
-    static let oauthCounters = "oauth-counters"
-
-    /// The child's reply to one request line (`{}` for a request it does not know).
-    static func answer(_ request: String, testbed: Testbed) -> Data {
-        let words = request.split(separator: " ").map(String.init)
-        if words.count == 2, words[0] == oauthCounters,
-           let json = try? JSONEncoder().encode(OAuthCounters(testbed.oauthStats(did: words[1]))) {
-            return json
-        }
-        return Data("{}".utf8)
+        try await request([UpstreamRequest.oauthCounters, did], as: OAuthCounters.self)
     }
 }
