@@ -32,7 +32,7 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Samples per block: the latency section alternates blocks of direct and daemon calls.")
     var latencyBlock = 100
     @Option(help: "Registered account counts for the memory section, comma-separated.")
-    var accountCounts = "1,1000,100000"
+    var accountCounts = "1,1000,100000,1000000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
     @Option(help: "Sections to run, comma-separated: throughput, latency, oauth-throughput, oauth-latency, oauth-nonces, memory, dpop, refresh-capacity.")
     var sections = "throughput,latency,oauth-throughput,oauth-latency,oauth-nonces,memory,dpop,refresh-capacity"
