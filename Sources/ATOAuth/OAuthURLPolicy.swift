@@ -23,9 +23,11 @@ public struct OAuthURLPolicy: Sendable, Equatable {
 
     static func parts(_ text: String) -> Parts? {
         // The host as written: a decoded one ("localhost%2583" → "localhost%83") would give an
-        // origin that does not parse back to itself (found by fuzzing, docs/FUZZING.md).
+        // origin that does not parse back to itself, and no server's name has a "%" in it
+        // (both found by fuzzing, docs/FUZZING.md).
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              let host = components.percentEncodedHost, !host.isEmpty else { return nil }
+              let host = components.percentEncodedHost, !host.isEmpty, !host.contains("%"), components.host != nil
+        else { return nil }
         return Parts(scheme: scheme, host: host, port: components.port, path: components.percentEncodedPath,
                      hasQuery: components.percentEncodedQuery != nil, hasFragment: components.fragment != nil,
                      hasUserInfo: components.user != nil || components.password != nil)

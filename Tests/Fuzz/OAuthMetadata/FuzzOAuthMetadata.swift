@@ -76,10 +76,6 @@ private func requireClientAccepts(_ text: String, policy: OAuthURLPolicy) {
     guard let url = URL(string: text) else { return require(false, "the accepted URL \(text) does not parse as a URL") }
     do {
         try HTTPPolicy(allowInsecureLoopback: policy.allowInsecureLoopback).check(url)
-    } catch .invalidURL where url.host == nil && URLComponents(string: text)?.percentEncodedHost?.contains("%") == true {
-        // Known: OAuthURLPolicy reads the host as written, URL.host decodes it, and %-escapes
-        // that are not UTF-8 ("as%ee.example") decode to nothing. The client refuses the URL.
-        noteKnownFinding("OAuthURLPolicy accepts a host whose %-escapes are not UTF-8; HTTPPolicy refuses it")
     } catch {
         require(false, "discovery accepts \(text) (insecure loopback \(policy.allowInsecureLoopback)) but HTTPPolicy says: \(error)")
     }
