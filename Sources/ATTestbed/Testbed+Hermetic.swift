@@ -1,9 +1,9 @@
 /// Starting inside the project's hermetic test network, where dnsmasq maps `tbN.test` and
 /// `*.tbN.test` to 127.0.0.N.
 extension Testbed {
-    public static let hermeticSlots = 1...32
+    public static let hermeticSlots = 1...64
 
-    /// Tries slots N = 1...32, binding 127.0.0.N:443 with domain `tbN.test`; the first free one
+    /// Tries slots N = 1...64, binding 127.0.0.N:443 with domain `tbN.test`; the first free one
     /// wins, so parallel tests each get their own testbed. `configure` may change anything
     /// but the domain, address and port.
     public static func startInHermeticNetwork(

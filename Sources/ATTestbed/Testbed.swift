@@ -86,7 +86,7 @@ public enum TestbedError: Error, CustomStringConvertible {
         case .cannotWriteCA(let directory, let reason):
             "cannot write the testbed CA into \(directory): \(reason)"
         case .noFreeHermeticSlot:
-            "no free testbed slot: 127.0.0.1-32:443 are all taken (or not in the hermetic network namespace)"
+            "no free testbed slot: 127.0.0.1-64:443 are all taken (or not in the hermetic network namespace)"
         }
     }
 

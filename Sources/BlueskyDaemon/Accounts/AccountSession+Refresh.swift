@@ -93,7 +93,8 @@ extension AccountSession {
         updated.refreshStartedAt = nil
         updated.state = .active
         updated.stateReason = nil
-        if let scope = session.scope { updated.oauth?.scope = scope }
+        // Only a changed grant makes a new copy of the OAuth facts (a narrowed scope is rare).
+        if let scope = session.scope, scope != record.oauth?.scope { updated.oauth?.scope = scope }
         let renamed = session.handle.map { $0 != record.handle } ?? false
         if renamed {
             // The PDS's word alone does not make a handle ours: it stays unverified (and is not

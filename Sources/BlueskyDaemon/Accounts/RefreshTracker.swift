@@ -7,6 +7,7 @@ import Synchronization
 final class RefreshTracker: Sendable {
     private struct State {
         var running = 0
+        var finished = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
@@ -19,14 +20,22 @@ final class RefreshTracker: Sendable {
     }
 
     func end() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+        let (waiters, trim) = state.withLock { state -> ([CheckedContinuation<Void, Never>], Bool) in
             state.running -= 1
-            guard state.running == 0 else { return [] }
+            state.finished += 1
+            let trim = state.finished % Self.refreshesBetweenTrims == 0
+            guard state.running == 0 else { return ([], trim) }
             defer { state.idleWaiters = [] }
-            return state.idleWaiters
+            return (state.idleWaiters, trim)
         }
         waiters.forEach { $0.resume() }
+        // Each refresh frees what it replaced (tokens, a record's copy) between what it keeps;
+        // now and then, hand the freed pages back so that a daemon that refreshed 100,000
+        // accounts does not keep the pages they passed through.
+        if trim { ReleaseFreedMemory.now() }
     }
+
+    static let refreshesBetweenTrims = 4096
 
     /// Returns once no refresh is in flight.
     func waitUntilIdle() async {
