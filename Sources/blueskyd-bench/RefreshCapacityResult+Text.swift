@@ -16,9 +16,10 @@ extension RefreshCapacityResult {
             + "first expiry \(seconds(leadSeconds)) after it answered")
         lines.append("   refreshed: \(refreshedAccounts)/\(accounts) accounts (\(refreshes) refreshes), not refreshed: \(notRefreshed), "
             + "lapsed: \(lapsed)   target 0 lapsed   " + (lapsed == 0 && notRefreshed == 0 ? "MET" : "MISSED"))
-        if let overallPerSecond, let peakMinutePerSecond, let span = refreshSpanSeconds {
-            lines.append("   rate: \(format(overallPerSecond, 1))/s over \(format(span, 0)) s, busiest minute "
-                + "\(format(peakMinutePerSecond, 1))/s; first refresh \(seconds(firstRefreshAfterStartSeconds)) after start")
+        if let overallPerSecond, let span = refreshSpanSeconds {
+            lines.append("   rate: \(format(overallPerSecond, 1))/s over \(format(span, 0)) s"
+                + (peakMinutePerSecond.map { ", busiest minute \(format($0, 1))/s" } ?? "")
+                + "; first refresh \(seconds(firstRefreshAfterStartSeconds)) after start")
         }
         if let margin {
             lines.append("   margin before expiry: min \(format(margin.min, 1)) s, p1 \(format(margin.p1, 1)) s, "

@@ -96,7 +96,8 @@ extension RefreshCapacityResult {
         let span = last.timeIntervalSince(first)
         refreshSpanSeconds = span
         overallPerSecond = span > 0 ? Double(margins.count) / span : nil
-        peakMinutePerSecond = Double(Self.busiestWindow(margins.map(\.refreshedAt), seconds: 60)) / 60
+        // Over a shorter span, the busiest minute would just be the whole run divided by 60.
+        if span >= 60 { peakMinutePerSecond = Double(Self.busiestWindow(margins.map(\.refreshedAt), seconds: 60)) / 60 }
         perMinute = Array(repeating: 0, count: Int(span / 60) + 1)
         for entry in margins { perMinute[Int(entry.refreshedAt.timeIntervalSince(first) / 60)] += 1 }
     }
