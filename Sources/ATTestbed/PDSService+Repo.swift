@@ -84,6 +84,27 @@ extension PDSService {
         return .json(.object(body))
     }
 
+    /// Creates or replaces the record at `rkey` (how clients write `app.bsky.actor.profile/self`).
+    func putRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
+        let auth = try authenticateAccess(request)
+        let body = try jsonBody(request)
+        let target = try writableRepo(try requiredString("repo", in: body), auth: auth)
+        let collection = try validCollection(try requiredString("collection", in: body))
+        let rkey = try requiredString("rkey", in: body)
+        guard RecordKey.isValid(rkey) else { throw .invalidRequest("Invalid record key: \(rkey)") }
+        guard let record = body["record"]?.objectValue else {
+            throw .invalidRequest("Input must have the property \"record\"")
+        }
+        _ = context.deleteRecord(in: target, collection: collection, rkey: rkey)
+        guard let stored = context.storeRecord(in: target, collection: collection, rkey: rkey, record: record) else {
+            throw .invalidRequest("Record could not be written: at://\(target.did)/\(collection)/\(rkey)")
+        }
+        return .json([
+            "uri": .string("at://\(target.did)/\(collection)/\(stored.rkey)"), "cid": .string(stored.cid),
+            "commit": context.makeCommit(), "validationStatus": "valid",
+        ])
+    }
+
     func deleteRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
         let auth = try authenticateAccess(request)
         let body = try jsonBody(request)

@@ -100,6 +100,9 @@ struct PDSService: Sendable {
         case "com.atproto.repo.createRecord":
             try expect(.procedure, request)
             return try createRecord(request)
+        case "com.atproto.repo.putRecord":
+            try expect(.procedure, request)
+            return try putRecord(request)
         case "com.atproto.repo.getRecord":
             try expect(.query, request)
             return try getRecord(request)

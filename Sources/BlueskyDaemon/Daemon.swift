@@ -70,6 +70,14 @@ public struct Daemon: Sendable {
             upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },
             reschedule: { id, date in await scheduler.schedule(id, at: date) })
         let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
+        store.health.observe { [events = environment.events] outage in
+            if let outage {
+                events.publish(.daemonStoreUnavailable, fields: [
+                    "reason": .string(outage.reason), "since": AccountView.timestamp(outage.since)])
+            } else {
+                events.publish(.daemonStoreAvailable)
+            }
+        }
         do {
             try await accounts.loadAll()
         } catch {
@@ -100,7 +108,12 @@ public struct Daemon: Sendable {
         let group = ServiceGroup(
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
-                SocketService(server: server, onShutdown: { stopping.store(true, ordering: .relaxed) }),
+                SocketService(server: server, onShutdown: {
+                    stopping.store(true, ordering: .relaxed)
+                    // Subscribers read this last event, then their streams end.
+                    environment.events.publish(.daemonStopping)
+                    environment.events.close()
+                }),
                 // Last, so that it is the first to hear of the stop (services stop in reverse order).
                 ServiceManagerService(
                     notifier: notifier, server: server, liveness: Liveness(scheduler: scheduler, server: server),

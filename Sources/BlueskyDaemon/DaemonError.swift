@@ -21,6 +21,8 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case oauthLogin(OAuthLoginFailure)
     /// A request about the confidential client's keys while blueskyd is not one.
     case notConfidentialClient
+    /// `events.subscribe` on a connection that already streams events.
+    case alreadySubscribed
 
     public var description: String { rpcError.message }
 
@@ -67,6 +69,9 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
             .internalError(detail)
         case .oauthLogin(let failure):
             RPCError(code: -32010, name: failure.name, message: failure.message)
+        case .alreadySubscribed:
+            RPCError(code: -32012, name: "AlreadySubscribed",
+                     message: "this connection is already subscribed to events; call events.unsubscribe first")
         case .notConfidentialClient:
             RPCError(code: -32011, name: "NotConfidentialClient",
                      message: "blueskyd is not configured as a confidential OAuth client (oauth_client_auth = \"private_key_jwt\"), so it has no signing key")

@@ -16,7 +16,9 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
          AccountColumn.refreshExpiresAt, AccountColumn.refreshStartedAt,
          AccountColumn.oauthIssuer, AccountColumn.oauthTokenEndpoint, AccountColumn.oauthRevocationEndpoint,
          AccountColumn.oauthScope, AccountColumn.oauthSessionStartedAt, AccountColumn.oauthClientKind,
-         AccountColumn.oauthClientID, AccountColumn.oauthClientKeyID]
+         AccountColumn.oauthClientID, AccountColumn.oauthClientKeyID,
+         AccountColumn.profileDisplayName, AccountColumn.profileAvatar, AccountColumn.profileDescription,
+         AccountColumn.profileFetchedAt]
     }
 
     public init(row: Row) throws {
@@ -44,7 +46,14 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
             accessExpiresAt: Self.date(row[AccountColumn.accessExpiresAt]),
             refreshExpiresAt: Self.date(row[AccountColumn.refreshExpiresAt]),
             refreshStartedAt: Self.date(row[AccountColumn.refreshStartedAt]),
-            oauth: try Self.oauth(row))
+            oauth: try Self.oauth(row),
+            profile: Self.profile(row))
+    }
+
+    private static func profile(_ row: Row) -> AccountProfile? {
+        guard let fetched = date(row[AccountColumn.profileFetchedAt]) else { return nil }
+        return AccountProfile(displayName: row[AccountColumn.profileDisplayName], avatar: row[AccountColumn.profileAvatar],
+                              description: row[AccountColumn.profileDescription], fetchedAt: fetched)
     }
 
     /// The OAuth columns, all or nothing: an issuer without the rest is a damaged row.
@@ -89,6 +98,10 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         container[AccountColumn.oauthClientKind] = oauth?.clientKind.rawValue
         container[AccountColumn.oauthClientID] = oauth?.clientID
         container[AccountColumn.oauthClientKeyID] = oauth?.clientKeyID
+        container[AccountColumn.profileDisplayName] = profile?.displayName
+        container[AccountColumn.profileAvatar] = profile?.avatar
+        container[AccountColumn.profileDescription] = profile?.description
+        container[AccountColumn.profileFetchedAt] = profile?.fetchedAt.storedSeconds
     }
 
     private static func date(_ seconds: Double?) -> Date? {
@@ -133,6 +146,10 @@ enum AccountColumn {
     static let oauthClientKind = Column("oauth_client_kind")
     static let oauthClientID = Column("oauth_client_id")
     static let oauthClientKeyID = Column("oauth_client_key_id")
+    static let profileDisplayName = Column("profile_display_name")
+    static let profileAvatar = Column("profile_avatar")
+    static let profileDescription = Column("profile_description")
+    static let profileFetchedAt = Column("profile_fetched_at")
     /// Not part of `AccountRecord`: listing accounts never touches secrets.
     static let sealedSecrets = Column("sealed_secrets")
 }

@@ -38,6 +38,7 @@ public struct AccountRecord: Sendable, Equatable {
     private var refreshStartSeconds: Double
     /// Boxed: app-password records would otherwise each carry the room of an OAuth session.
     private var oauthBox: OAuthSessionBox?
+    private var profileBox: AccountProfileBox?
     public var handleVerified: Bool
     public var authKind: AuthKind
     public var state: AccountState
@@ -68,6 +69,12 @@ public struct AccountRecord: Sendable, Equatable {
         set { oauthBox = newValue.map(OAuthSessionBox.init) }
     }
 
+    /// The account's profile as last fetched; nil until fetched (and after a logout).
+    public var profile: AccountProfile? {
+        get { profileBox?.profile }
+        set { profileBox = newValue.map(AccountProfileBox.init) }
+    }
+
     public init(
         id: UUID = UUID(),
         did: String,
@@ -84,7 +91,8 @@ public struct AccountRecord: Sendable, Equatable {
         accessExpiresAt: Date? = nil,
         refreshExpiresAt: Date? = nil,
         refreshStartedAt: Date? = nil,
-        oauth: OAuthSessionInfo? = nil
+        oauth: OAuthSessionInfo? = nil,
+        profile: AccountProfile? = nil
     ) {
         self.id = id
         self.did = did
@@ -98,6 +106,7 @@ public struct AccountRecord: Sendable, Equatable {
         self.refreshExpirySeconds = Self.seconds(refreshExpiresAt)
         self.refreshStartSeconds = Self.seconds(refreshStartedAt)
         self.oauthBox = oauth.map(OAuthSessionBox.init)
+        self.profileBox = profile.map(AccountProfileBox.init)
         self.handleVerified = handleVerified
         self.authKind = authKind
         self.state = state

@@ -74,6 +74,16 @@ extension AccountStore {
             }
         }
 
+        migrator.registerMigration("v4-profile") { db in
+            // The account's cached Bluesky profile (fetched_at NULL: none cached).
+            try db.alter(table: AccountRecord.databaseTableName) { table in
+                table.add(column: "profile_display_name", .text)
+                table.add(column: "profile_avatar", .text)
+                table.add(column: "profile_description", .text)
+                table.add(column: "profile_fetched_at", .double)
+            }
+        }
+
         return migrator
     }
 }

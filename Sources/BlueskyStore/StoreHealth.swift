@@ -21,6 +21,7 @@ public final class StoreHealth: Sendable {
         var outage: Outage?
         /// A test's stand-in for a full disk: every write fails with this reason.
         var injectedFault: String?
+        var observer: (@Sendable (Outage?) -> Void)?
     }
 
     private let state = Mutex(State())
@@ -37,15 +38,16 @@ public final class StoreHealth: Sendable {
     public var problem: String? { outage.map { "store unavailable: \($0.reason)" } }
 
     func recordFailure(_ reason: String, at now: Date = Date()) {
-        let started = state.withLock { state -> Bool in
+        let (started, observer) = state.withLock { state -> (Outage?, (@Sendable (Outage?) -> Void)?) in
             if state.outage == nil {
                 state.outage = Outage(reason: reason, since: now, failedWrites: 1)
-                return true
+                return (state.outage, state.observer)
             }
             state.outage?.failedWrites += 1
-            return false
+            return (nil, nil)
         }
-        if started {
+        if let started {
+            observer?(started)
             logger.error("the account store cannot be written; refreshes wait until it can", metadata: [
                 "reason": "\(reason)", "outcome": "store-unavailable",
             ])
@@ -53,16 +55,23 @@ public final class StoreHealth: Sendable {
     }
 
     func recordSuccess() {
-        guard let ended = state.withLock({ state -> Outage? in
+        let (ended, observer) = state.withLock { state -> (Outage?, (@Sendable (Outage?) -> Void)?) in
             defer { state.outage = nil }
-            return state.outage
-        }) else { return }
+            return (state.outage, state.observer)
+        }
+        guard let ended else { return }
+        observer?(nil)
         logger.notice("the account store can be written again", metadata: [
             "failedWrites": "\(ended.failedWrites)", "outcome": "store-available",
         ])
     }
 
     var injectedFault: String? { state.withLock { $0.injectedFault } }
+
+    /// Calls `observer` when an episode starts (with it) and when it ends (with nil).
+    public func observe(_ observer: @escaping @Sendable (Outage?) -> Void) {
+        state.withLock { $0.observer = observer }
+    }
 
     /// Makes every write fail with `reason` (nil: writes work again). For tests of the
     /// failure paths where a real full disk cannot be arranged.

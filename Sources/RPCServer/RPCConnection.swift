@@ -34,8 +34,9 @@ struct RPCConnection: Sendable {
                     return
                 }
                 logger.debug("connection opened")
-                let context = RPCCallContext(connectionID: id, peer: peer)
-                await exchange(inbound, context: context, logger: logger)
+                let outlet = RPCStreamOutlet()
+                let context = RPCCallContext(connectionID: id, peer: peer, streams: outlet)
+                await exchange(inbound, context: context, outlet: outlet, logger: logger)
             }
             logger.debug("connection closed")
         } catch {
@@ -44,7 +45,8 @@ struct RPCConnection: Sendable {
     }
 
     private func exchange(
-        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, context: RPCCallContext, logger: Logger
+        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, context: RPCCallContext, outlet: RPCStreamOutlet,
+        logger: Logger
     ) async {
         let queue = OrderedReplyQueue(capacity: configuration.maxConcurrentRequestsPerConnection)
         let dispatcher = RPCDispatcher(
@@ -56,13 +58,18 @@ struct RPCConnection: Sendable {
                 do {
                     while let reply = await queue.nextReply() {
                         if case .line(let bytes) = reply { try await write(bytes) }
+                        outlet.replyWritten()
                     }
+                    // Input ended with a stream open: it goes on until it ends or the client goes.
+                    await outlet.waitUntilStreamDone()
                 } catch {
                     // The client is gone: stop reading and drop the replies still being computed.
                     logger.debug("writing to the connection failed", metadata: ["error": "\(error)"])
                     queue.abort()
                 }
+                outlet.close()
             }
+            group.addTask { await pumpNotifications(outlet: outlet, queue: queue, logger: logger) }
             var framer = LineFramer(maxLineBytes: configuration.maxLineBytes)
             do {
                 reading: for try await buffer in inbound {
@@ -104,11 +111,29 @@ struct RPCConnection: Sendable {
             }
             let requestBytes = self.requestBytes
             group.addTask {
-                queue.complete(ticket, with: await dispatcher.reply(to: line))
+                queue.complete(ticket, with: await dispatcher.reply(to: line, position: RPCRequestPosition(line: ticket)))
                 requestBytes.release(line.count)
             }
         }
         return true
+    }
+
+    /// Writes the connection's notification streams, one after another, until it closes.
+    private func pumpNotifications(outlet: RPCStreamOutlet, queue: OrderedReplyQueue, logger: Logger) async {
+        while let stream = await outlet.nextStartedStream() {
+            do {
+                while let lines = await stream.nextLines() {
+                    for line in lines { try await write(line) }
+                }
+                outlet.streamFinished(stream)
+            } catch {
+                logger.debug("writing a notification failed", metadata: ["error": "\(error)"])
+                stream.cancel()
+                outlet.streamFinished(stream)
+                queue.abort()
+                outlet.close()
+            }
+        }
     }
 
     /// Waits until the bytes reached the socket: a client that does not read holds up only

@@ -3,11 +3,17 @@ import JSONRPC
 /// Turns one request line into its reply line by way of the method handler.
 struct RPCDispatcher: Sendable {
     let handler: any RPCMethodHandler
-    let context: RPCCallContext
+    var context: RPCCallContext
     /// How many elements of one batch run at the same time.
     let batchConcurrency: Int
 
-    func reply(to line: [UInt8]) async -> OrderedReplyQueue.Reply {
+    func reply(to line: [UInt8], position: RPCRequestPosition) async -> OrderedReplyQueue.Reply {
+        var positioned = self
+        positioned.context.position = position
+        return await positioned.reply(to: line)
+    }
+
+    private func reply(to line: [UInt8]) async -> OrderedReplyQueue.Reply {
         switch RPCInbound.parse(line: line) {
         case .rejected(let response):
             return .line(RPCOutbound.line(for: response))

@@ -24,13 +24,20 @@ public struct PeerCredentials: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// What a handler knows about the connection a request came from.
-public struct RPCCallContext: Sendable, Hashable {
+public struct RPCCallContext: Sendable {
     /// Unique per server run; lets a handler tie requests of one connection together.
     public var connectionID: UInt64
     public var peer: PeerCredentials
+    /// Where the request sits in its connection (a stream it starts follows its reply).
+    public var position: RPCRequestPosition
+    /// The connection's notification stream; nil where there is no connection (tests).
+    public var streams: RPCStreamOutlet?
 
-    public init(connectionID: UInt64, peer: PeerCredentials) {
+    public init(connectionID: UInt64, peer: PeerCredentials, position: RPCRequestPosition = .init(line: 0),
+                streams: RPCStreamOutlet? = nil) {
         self.connectionID = connectionID
         self.peer = peer
+        self.position = position
+        self.streams = streams
     }
 }

@@ -28,7 +28,11 @@ extension AccountManager {
     func recheckIdentityIfDue(of session: AccountSession) async {
         guard await session.identityCheckDue(interval: Self.identityRecheckInterval) else { return }
         // When enough run already, this one stays due and starts after a later refresh.
-        backgroundChecks.start { await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) } }
+        backgroundChecks.start {
+            await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) }
+            // The profile is looked at as often as the identity (a person may rename anywhere).
+            await self.refreshProfile(of: session)
+        }
     }
 
     /// After a PDS refused a just-refreshed token: one shared recheck at most a minute, then
@@ -137,7 +141,6 @@ extension AccountSession {
         if let pds { updated.pds = pds }
         try environment.store.update(updated)
         update(record: updated)
-        environment.registry.reindexHandle(of: id, to: handleVerified ? handle : nil)
         if let pds {
             logger.notice("the account moved to another PDS", metadata: ["pds": "\(pds)", "outcome": "pds-moved"])
         }

@@ -3,6 +3,7 @@ import ATOAuth
 import BlueskyStore
 import DPoP
 import Foundation
+import JSONRPC
 
 /// The end of an OAuth login: the callback, the code exchange, the checks, and storing the
 /// account atomically (or nothing).
@@ -33,7 +34,10 @@ extension AccountManager {
         switch outcome {
         case .success(let id):
             logger.info("oauth login completed", metadata: ["login": "\(attempt.id)", "account": "\(id.uuidString.lowercased())"])
+            await loginCompleted(id, fields: ["login": .string(attempt.id), "method": "oauth"])
         case .failure(let failure):
+            loginFailed(DaemonError.oauthLogin(failure).rpcError,
+                        fields: ["login": .string(attempt.id), "method": "oauth"])
             logger.warning("oauth login failed", metadata: ["login": "\(attempt.id)", "error": "\(failure.name)",
                                                            "reason": "\(failure.message)"])
         }

@@ -5,6 +5,7 @@ import BlueskyHTTP
 import BlueskyStore
 import DPoP
 import Foundation
+import JSONRPC
 
 /// OAuth login: discovery, PAR, the loopback callback, the code exchange, the issuer binding
 /// check, and storing the account (new, or an existing one replaced in place).
@@ -145,6 +146,7 @@ extension AccountManager {
         let attempt = try oauthLogin(loginID)
         if attempt.claim() {
             attempt.finish(.failure(.cancelled))
+            loginFailed(DaemonError.oauthLogin(.cancelled).rpcError, fields: ["login": .string(loginID), "method": "oauth"])
             environment.oauth.nonces.forget(account: attempt.nonceScope)
             logger.info("oauth login cancelled", metadata: ["login": "\(loginID)"])
         }

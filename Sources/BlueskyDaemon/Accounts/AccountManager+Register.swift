@@ -17,6 +17,8 @@ extension AccountManager {
             record.id = old.id
             record.createdAt = old.createdAt
             record.isDefault = old.isDefault
+            // The same person: their profile stays shown until the fetch below replaces it.
+            record.profile = old.profile
             do {
                 try store.replaceSession(record, secrets: secrets)
             } catch {
@@ -38,11 +40,13 @@ extension AccountManager {
             }
             session = AccountSession(record: record, environment: environment)
             registry.insert(session, record: record)
+            await session.publish(.accountAdded)
             logger.info("account added", metadata: [
                 "account": "\(account)", "did": "\(record.did)", "auth": "\(record.authKind.rawValue)",
             ])
         }
         await scheduler.schedule(record.id, at: await session.nextRefreshDate(), host: record.refreshHost)
+        refreshProfileSoon(of: session)
         return (record, session)
     }
 }

@@ -2,6 +2,7 @@ import ATIdentity
 import ATSyntax
 import BlueskyStore
 import Foundation
+import JSONRPC
 import Logging
 import XRPC
 
@@ -33,9 +34,37 @@ final class AccountManager: Sendable {
         return next
     }
 
-    /// Logs in with an app password and registers the account.
+    /// Logs in with an app password and registers the account; the outcome is published.
     func addAppPasswordAccount(identifier: String, password: String, authFactorToken: String?,
                                makeDefault: Bool) async throws(DaemonError) -> AccountRecord {
+        let login: [String: JSONValue] = ["method": "app-password", "identifier": .string(identifier)]
+        do {
+            let record = try await signIn(identifier: identifier, password: password, authFactorToken: authFactorToken,
+                                          makeDefault: makeDefault)
+            await loginCompleted(record.id, fields: login)
+            return record
+        } catch {
+            loginFailed(error.rpcError, fields: login)
+            throw error
+        }
+    }
+
+    /// Publishes `login.completed` with the account as it now is.
+    func loginCompleted(_ id: UUID, fields: [String: JSONValue]) async {
+        guard let session = try? registry.session(id.uuidString) else { return }
+        await session.publish(.loginCompleted, fields: fields)
+    }
+
+    /// Publishes `login.failed` with the error the caller was given (never a password).
+    func loginFailed(_ error: RPCError, fields: [String: JSONValue]) {
+        var fields = fields
+        fields["error"] = .string(error.name)
+        fields["message"] = .string(error.message)
+        environment.events.publish(.loginFailed, fields: fields)
+    }
+
+    private func signIn(identifier: String, password: String, authFactorToken: String?,
+                        makeDefault: Bool) async throws(DaemonError) -> AccountRecord {
         guard let parsed = try? ATIdentifier(parsing: identifier) else {
             throw .invalidParams("'\(identifier)' is neither a handle nor a DID", field: "identifier")
         }
@@ -92,6 +121,9 @@ final class AccountManager: Sendable {
         }
         registry.remove(record)
         await scheduler.remove(record.id)
+        environment.events.publish(.accountRemoved, account: record.eventKeys,
+                                   view: AccountView.json(record, nextRefreshAt: nil),
+                                   fields: ["serverSessionEnded": .bool(ended)])
         logger.info("account removed", metadata: ["account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)"])
         return (record, ended)
     }
@@ -104,15 +136,15 @@ final class AccountManager: Sendable {
         } catch {
             throw .internalError("cannot change the default account: \(error)")
         }
-        registry.setDefault(session.id)
+        // The new default first: the registry, following the records, always has one.
+        var record = await session.record
+        record.isDefault = true
+        await session.update(record: record)
         if let previous, previous !== session {
             var old = await previous.record
             old.isDefault = false
             await previous.update(record: old)
         }
-        var record = await session.record
-        record.isDefault = true
-        await session.update(record: record)
         return record
     }
 
@@ -123,6 +155,7 @@ final class AccountManager: Sendable {
         try await session.refresh(force: force)
         // Asked for by a person: look at the DID document now (a new handle or PDS).
         await session.sharedIdentityCheck(minimumInterval: 0) { await self.recheckIdentity(of: session) }
+        await refreshProfile(of: session)
         await scheduler.schedule(session.id, at: await session.nextRefreshDate())
         return await session.record
     }

@@ -58,27 +58,29 @@ final class AccountRegistry: Sendable {
         }
     }
 
-    /// Moves the account's entry in the handle index from its old handle to `handle` (a
-    /// verified one; nil drops the entry).
-    func reindexHandle(of id: UUID, to handle: String?) {
+    /// Follows a change of a registered account's record: the census, the handle index (only a
+    /// verified handle names an account) and the default. A session removed meanwhile (a
+    /// refresh finishing after a logout) is left out.
+    func recordChanged(_ session: AccountSession, from old: AccountRecord, to new: AccountRecord) {
         index.withLock { index in
-            guard let session = index.byID[id] else { return }
-            for (name, owner) in index.byHandle where owner === session { index.byHandle[name] = nil }
-            if let handle { index.byHandle[Self.folded(handle)] = session }
-        }
-    }
-
-    /// Follows a registered account's record into the census; a session removed meanwhile (a
-    /// refresh finishing after a logout) is no longer counted.
-    func recordChanged(from old: AccountRecord, to new: AccountRecord) {
-        index.withLock { index in
-            guard index.byID[new.id] != nil else { return }
+            guard index.byID[new.id] === session else { return }
             census.change(from: old, to: new)
+            let oldName = old.handleVerified ? old.handle.map(Self.folded) : nil
+            let newName = new.handleVerified ? new.handle.map(Self.folded) : nil
+            if oldName != newName {
+                if let oldName, index.byHandle[oldName] === session { index.byHandle[oldName] = nil }
+                if let newName { index.byHandle[newName] = session }
+            }
+            if new.isDefault, !old.isDefault {
+                index.defaultID = new.id
+            } else if old.isDefault, !new.isDefault, index.defaultID == new.id {
+                index.defaultID = nil
+            }
         }
     }
 
-    func setDefault(_ id: UUID) {
-        index.withLock { $0.defaultID = id }
+    func contains(_ id: UUID) -> Bool {
+        index.withLock { $0.byID[id] != nil }
     }
 
     /// The session named by `reference` (UUID, DID or handle), or the default one when nil.

@@ -65,6 +65,7 @@ extension AccountSession {
         let now = environment.now()
         guard !warnedSessionEnd, record.sessionEndsSoon(now: now), let end = record.oauth?.sessionEndsAt else { return }
         warnedSessionEnd = true
+        publish(.accountSessionEndingSoon, fields: ["sessionEndsAt": AccountView.timestamp(end)])
         logger.warning("the OAuth session ends soon; log in again to keep the account", metadata: [
             "sessionEndsAt": "\(end.formatted(.iso8601))", "outcome": "session-ending",
         ])

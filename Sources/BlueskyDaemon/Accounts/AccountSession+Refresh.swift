@@ -108,7 +108,6 @@ extension AccountSession {
         unsavedSecrets = secrets
         if await saveUnsavedTokens(), metadataChanged { saveMetadata() }
         if renamed {
-            environment.registry.reindexHandle(of: id, to: nil)
             logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
         }
         // Keep tokens in memory only for accounts that are in use.
@@ -184,7 +183,6 @@ extension AccountSession {
         updated.handleVerified = true
         try environment.store.update(updated)
         update(record: updated)
-        environment.registry.reindexHandle(of: id, to: handle)
         logger.info("the account's handle is verified", metadata: ["handle": "\(handle)"])
     }
 }

@@ -14,10 +14,12 @@ actor AccountSession {
     private(set) var record: AccountRecord {
         didSet {
             if record.pds != oldValue.pds { parsedPDS = nil }
-            environment.registry.recordChanged(from: oldValue, to: record)
+            recordDidChange(from: oldValue)
         }
     }
     let environment: SessionEnvironment
+    /// A new login is replacing the session: its record change is a login, not a refresh.
+    var replacingSession = false
     /// The 48-hour warning before a public OAuth session ends was logged (once per run).
     var warnedSessionEnd = false
     /// When the DID document was last looked at again (handle and PDS changes).
@@ -161,9 +163,9 @@ actor AccountSession {
 
     /// A new login replaced the session in the store (same id): use its record and tokens now.
     func adoptNewSession(_ newRecord: AccountRecord) {
-        let oldHandle = record.handle
-        let oldVerified = record.handleVerified
+        replacingSession = true
         record = newRecord
+        replacingSession = false
         cachedSecrets = nil
         cachedDPoPKey = nil
         warnedSessionEnd = false
@@ -172,9 +174,6 @@ actor AccountSession {
         retryReason = nil
         unsavedSecrets = nil
         interruptedRefresh = nil
-        if newRecord.handle != oldHandle || newRecord.handleVerified != oldVerified {
-            environment.registry.reindexHandle(of: id, to: newRecord.handleVerified ? newRecord.handle : nil)
-        }
     }
 
     /// An access token that is not about to expire, refreshing first when needed.

@@ -18,6 +18,8 @@ final class SessionEnvironment: Sendable {
     let oauth: OAuthEnvironment
     /// The refreshes in flight, which a stop waits for.
     let refreshes = RefreshTracker()
+    /// Where account changes are published for subscribers (`events.subscribe`).
+    let events: EventHub
     /// Timing rules a configuration reload may change while accounts are live.
     private let timing: Mutex<(refreshAhead: Duration, backoff: Backoff)>
     let upstreamTimeout: Duration
@@ -30,7 +32,8 @@ final class SessionEnvironment: Sendable {
     init(store: AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
          refreshAhead: Duration,
          backoff: Backoff, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,
-         reschedule: @escaping @Sendable (UUID, Date?) async -> Void) {
+         reschedule: @escaping @Sendable (UUID, Date?) async -> Void, events: EventHub = EventHub()) {
+        self.events = events
         self.store = store
         self.http = http
         self.sessions = sessions

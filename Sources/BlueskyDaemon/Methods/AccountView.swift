@@ -22,6 +22,7 @@ enum AccountView {
             "accessExpiresAt": timestamp(record.accessExpiresAt),
             "nextRefreshAt": timestamp(nextRefreshAt),
             "refreshInterruptedAt": timestamp(refreshInterruptedAt),
+            "profile": ProfileView.json(record.profile),
         ]
         if let oauth = record.oauth {
             fields["oauth"] = .object([
@@ -41,6 +42,19 @@ enum AccountView {
     static func timestamp(_ date: Date?) -> JSONValue {
         guard let date else { return .null }
         return .string(date.formatted(.iso8601))
+    }
+}
+
+/// How a cached profile appears: `{displayName, avatar, description, fetchedAt}`, or null.
+enum ProfileView {
+    static func json(_ profile: AccountProfile?) -> JSONValue {
+        guard let profile else { return .null }
+        return [
+            "displayName": profile.displayName.map(JSONValue.string) ?? .null,
+            "avatar": profile.avatar.map(JSONValue.string) ?? .null,
+            "description": profile.description.map(JSONValue.string) ?? .null,
+            "fetchedAt": AccountView.timestamp(profile.fetchedAt),
+        ]
     }
 }
 

@@ -9,17 +9,18 @@ struct DaemonMethods: RPCMethodHandler {
     let proxy: XRPCProxy
     let info: DaemonInfo
     let isStopping: @Sendable () -> Bool
+    var events: EventHub { accounts.environment.events }
     let logger: Logger
 
     func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError> {
         do {
-            return .success(try await dispatch(request))
+            return .success(try await dispatch(request, context: context))
         } catch {
             return .failure(error.rpcError)
         }
     }
 
-    private func dispatch(_ request: RPCRequest) async throws(DaemonError) -> JSONValue {
+    private func dispatch(_ request: RPCRequest, context: RPCCallContext) async throws(DaemonError) -> JSONValue {
         if isStopping() { throw .shuttingDown }
         let params = try Params(request.params)
         switch request.method {
@@ -61,6 +62,10 @@ struct DaemonMethods: RPCMethodHandler {
             return try await oauth(method, params)
         case "oauth.clientMetadata", "oauth.rotateClientKey":
             return try await client(request.method, params)
+        case "events.subscribe":
+            return try subscribe(params, context: context)
+        case "events.unsubscribe":
+            return try await unsubscribe(params, context: context)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
             return try await proxied(try XRPCCall(params: params))
@@ -73,6 +78,10 @@ struct DaemonMethods: RPCMethodHandler {
     private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         do {
             let result = try await proxy.call(call)
+            if call.mayWriteProfile, let status = result["status"]?.intValue, (200..<300).contains(status),
+               let session = try? accounts.registry.session(call.account) {
+                accounts.refreshProfileSoon(of: session)
+            }
             // The hot path: build the metadata only when a debug line will be written.
             if logger.logLevel <= .debug {
                 logger.debug("xrpc call", metadata: callMetadata(call, outcome: result["status"]?.intValue.map(String.init) ?? "?"))

@@ -1,0 +1,26 @@
+/// What an event says happened (docs/PROTOCOL.md, "Events"). The raw values are the stable
+/// names clients filter on.
+enum EventKind: String, Sendable, CaseIterable {
+    case accountAdded = "account.added"
+    case accountRemoved = "account.removed"
+    case accountRefreshed = "account.refreshed"
+    case accountRetrying = "account.retrying"
+    /// A retrying account works again without a new refresh (the store took its tokens).
+    case accountRecovered = "account.recovered"
+    case accountNeedsLogin = "account.needsLogin"
+    case accountMoved = "account.moved"
+    case accountHandleChanged = "account.handleChanged"
+    case accountSessionEndingSoon = "account.sessionEndingSoon"
+    case accountProfileUpdated = "account.profileUpdated"
+    case accountDefaultChanged = "account.defaultChanged"
+    case loginCompleted = "login.completed"
+    case loginFailed = "login.failed"
+    case daemonStoreUnavailable = "daemon.storeUnavailable"
+    case daemonStoreAvailable = "daemon.storeAvailable"
+    case daemonStopping = "daemon.stopping"
+
+    /// Daemon-wide events reach a subscriber whatever accounts it asked for.
+    var isDaemonWide: Bool { rawValue.hasPrefix("daemon.") }
+
+    static var names: String { allCases.map(\.rawValue).joined(separator: ", ") }
+}
