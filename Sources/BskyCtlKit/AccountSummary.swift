@@ -18,6 +18,8 @@ public struct AccountSummary: Sendable, Equatable {
     public var nextRefreshAt: Date?
     /// OAuth, public clients: when the session ends for good (a new login is needed then).
     public var sessionEndsAt: Date?
+    /// The profile's display name, when the daemon has fetched one.
+    public var displayName: String?
 
     public init(json: JSONValue) {
         func text(_ key: String) -> String? { json[key]?.stringValue }
@@ -34,6 +36,7 @@ public struct AccountSummary: Sendable, Equatable {
         lastRefreshAt = date("lastRefreshAt")
         nextRefreshAt = date("nextRefreshAt")
         sessionEndsAt = json["oauth"]?["sessionEndsAt"]?.stringValue.flatMap(Timestamp.parse)
+        displayName = json["profile"]?["displayName"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// The handle as people should read it, marked when the daemon could not verify it.

@@ -3,7 +3,7 @@ import Foundation
 /// The `bskyctl accounts` table: aligned columns, one row per account, and the state reason
 /// on an indented line under any account that is not active.
 public enum AccountTable {
-    public static let headers = ["", "HANDLE", "DID", "AUTH", "STATE", "ACCESS EXPIRES", "LAST REFRESH", "ID"]
+    public static let headers = ["", "HANDLE", "NAME", "DID", "AUTH", "STATE", "ACCESS EXPIRES", "LAST REFRESH", "ID"]
 
     /// What `bskyctl accounts` prints when there are none.
     public static let emptyMessage = "No accounts. Add one with: bskyctl login <handle>"
@@ -29,6 +29,7 @@ public enum AccountTable {
         [
             account.isDefault ? "*" : "",
             account.displayHandle,
+            account.displayName.map(Self.cellText) ?? "-",
             account.did,
             account.auth,
             account.state,
@@ -60,6 +61,12 @@ public enum AccountTable {
         guard remaining > 0 else { return "oauth session ended; run: \(account.loginCommand)" }
         let when = "oauth session ends " + RelativeTime.expiry(end, now: now)
         return remaining <= 48 * 3600 ? "\(when): log in again soon; run: \(account.loginCommand)" : when
+    }
+
+    /// A display name fit for one cell: one line, at most 32 characters.
+    static func cellText(_ name: String) -> String {
+        let flat = name.singleLine
+        return flat.count <= 32 ? flat : String(flat.prefix(31)) + "…"
     }
 
     private static func line(_ cells: [String], widths: [Int]) -> String {

@@ -9,7 +9,7 @@ struct AccountsCommand: ParsableCommand {
         abstract: "List the accounts blueskyd keeps signed in.",
         discussion: """
             Columns: a * marks the default account; HANDLE ("(handle unverified)" when the handle \
-            does not currently resolve to the DID); DID; AUTH (how it logs in); STATE (active, \
+            does not currently resolve to the DID); NAME (the profile's display name); DID; AUTH (how it logs in); STATE (active, \
             needs-login, retrying); ACCESS EXPIRES (when the current access token expires); \
             LAST REFRESH; ID (the account's UUID). An account that is not active gets an indented \
             line under its row saying why.

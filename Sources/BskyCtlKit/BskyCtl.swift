@@ -42,7 +42,7 @@ public struct BskyCtl: ParsableCommand {
         subcommands: [
             AccountsCommand.self, LoginCommand.self, LogoutCommand.self, UseCommand.self,
             RefreshCommand.self, ProxyCommand.self, CallCommand.self, StatusCommand.self,
-            ClientMetadataCommand.self,
+            ClientMetadataCommand.self, EventsCommand.self,
         ]
     )
 

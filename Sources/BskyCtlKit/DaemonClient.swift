@@ -7,7 +7,7 @@ import JSONRPC
 /// bskyctl's own errors.
 final class DaemonClient {
     let socketPath: String
-    private let connection: RPCClientConnection
+    let connection: RPCClientConnection
 
     init(socketPath: String, timeout: Double) throws(CtlFailure) {
         self.socketPath = socketPath

@@ -89,6 +89,14 @@ public final class RPCClientConnection {
         return response.outcome
     }
 
+    /// From now on reads wait as long as it takes (an event stream may be quiet for hours).
+    public func waitForeverOnReads() throws {
+        var forever = timeval(tv_sec: 0, tv_usec: 0)
+        guard setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &forever, socklen_t(MemoryLayout<timeval>.size)) == 0 else {
+            throw RPCClientError.socketFailure(operation: "setsockopt", errno: errno)
+        }
+    }
+
     /// Sends one raw line (a newline is added when missing), for `bskyctl call`.
     public func send(rawLine: String) throws {
         var bytes = Array(rawLine.utf8)
