@@ -16,6 +16,7 @@ final class AccountManager: Sendable {
     let logger: Logger
     /// The periodic identity rechecks, run beside the refreshes rather than in their slots.
     let backgroundChecks = BackgroundChecks(limit: 4)
+    let defaultSwitch = AsyncLock()
 
     init(store: AccountStore, scheduler: RefreshScheduler, environment: SessionEnvironment, identity: IdentityResolver) {
         self.store = store
@@ -129,6 +130,10 @@ final class AccountManager: Sendable {
     }
 
     func setDefault(_ reference: String) async throws(DaemonError) -> AccountRecord {
+        // One change of default at a time: two interleaved ones could leave two records
+        // flagged in memory while the store has one.
+        await defaultSwitch.lock()
+        defer { defaultSwitch.unlock() }
         let session = try registry.session(reference)
         let previous = registry.defaultID.flatMap { try? registry.session($0.uuidString) }
         do {

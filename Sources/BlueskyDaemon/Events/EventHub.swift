@@ -41,6 +41,11 @@ final class EventHub: Sendable {
 
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
+    /// The most events any one subscriber has waiting (at most `backlogLimit` once replays are read).
+    var largestBacklog: Int {
+        state.withLock { $0.subscribers.values.map(\.backlogCount).max() ?? 0 }
+    }
+
     /// Publishes one event: `{"seq","kind","at","account"?, ...fields}`. Never carries a token:
     /// callers pass account views and plain facts.
     func publish(_ kind: EventKind, account: PublishedEvent.AccountKeys? = nil, view: JSONValue? = nil,

@@ -28,6 +28,8 @@ final class EventSubscription: RPCNotificationStream, @unchecked Sendable {
         self.hub = hub
     }
 
+    var backlogCount: Int { lock.withLock { backlog.count } }
+
     // MARK: The hub's side (under the hub's lock)
 
     func replay(_ events: [PublishedEvent]) {

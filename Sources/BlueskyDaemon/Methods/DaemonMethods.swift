@@ -119,6 +119,8 @@ struct DaemonMethods: RPCMethodHandler {
             "refreshing": .number(Double(accounts.environment.refreshes.running)),
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextDue()),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
+            "events": ["seq": .number(Double(events.latestSeq)), "subscribers": .number(Double(events.subscriberCount)),
+                       "largestBacklog": .number(Double(events.largestBacklog))],
             "storeUnavailable": outage.map { ["reason": .string($0.reason), "since": AccountView.timestamp($0.since),
                                               "failedWrites": .number(Double($0.failedWrites))] } ?? .null,
         ]

@@ -1,0 +1,93 @@
+import ATTestbed
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+/// A raw client of the socket, as a script with socat would be: it sends `events.subscribe`
+/// and records every line that follows, parsed, on a thread of its own.
+final class EventListener: @unchecked Sendable {
+    let reply: JSONValue
+    private let connection: RPCClientConnection
+    private let lock = NSLock()
+    private var messages: [JSONValue] = []
+    private var rawLines: [String] = []
+    private var ended = false
+
+    /// - Parameter reading: false leaves the lines in the socket (a subscriber that does not read)
+    ///   until `startReading()`.
+    init(socketPath: String, _ params: JSONValue? = nil, reading: Bool = true) throws {
+        connection = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(60))
+        reply = try connection.call(method: "events.subscribe", params: params).get()
+        try connection.waitForeverOnReads()
+        if reading { startReading() }
+    }
+
+    func startReading() {
+        let thread = Thread { [self] in
+            while let line = try? connection.readLineBytes() {
+                let value = try? JSONValue.parse(line)
+                lock.withLock {
+                    rawLines.append(String(decoding: line, as: UTF8.self))
+                    if let value { messages.append(value) }
+                }
+            }
+            lock.withLock { ended = true }
+        }
+        thread.start()
+    }
+
+    /// Every notification so far: `event` params with their kind, `events.gap` params as
+    /// `{"kind": "events.gap", ...}`; other lines (replies) as they are.
+    var notifications: [JSONValue] {
+        lock.withLock { messages }.map { message in
+            guard let method = message["method"]?.stringValue, case .object(var params)? = message["params"] else { return message }
+            if method != "event" { params["kind"] = .string(method) }
+            return .object(params)
+        }
+    }
+
+    var lines: [String] { lock.withLock { rawLines } }
+    var hasEnded: Bool { lock.withLock { ended } }
+
+    func kinds(of did: String? = nil) -> [String] {
+        notifications.filter { did == nil || $0["account"]?["did"]?.stringValue == did }.compactMap { $0["kind"]?.stringValue }
+    }
+
+    /// Waits until an event of `kind` (for `did`, when given) has arrived; returns it.
+    @discardableResult
+    func waitFor(_ kind: String, did: String? = nil, timeout: Duration = .seconds(30),
+                 sourceLocation: SourceLocation = #_sourceLocation) async throws -> JSONValue {
+        let found = await eventually(timeout: timeout) { self.first(kind, did: did) != nil }
+        guard found, let event = first(kind, did: did) else {
+            Issue.record("no \(kind) event arrived; got \(kinds())", sourceLocation: sourceLocation)
+            throw CancellationError()
+        }
+        return event
+    }
+
+    func first(_ kind: String, did: String? = nil) -> JSONValue? {
+        notifications.first { $0["kind"]?.stringValue == kind && (did == nil || $0["account"]?["did"]?.stringValue == did) }
+    }
+
+    func send(_ line: String) throws { try connection.send(rawLine: line) }
+
+    func close() { connection.close() }
+}
+
+extension EndToEndFixture {
+    /// A fixture for `body`, torn down (awaited) whether `body` returns or throws.
+    static func with<T>(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil,
+                        configure: @escaping (inout AccountSpec) -> Void = { _ in },
+                        _ body: (EndToEndFixture) async throws -> T) async throws -> T {
+        let fixture = try await EndToEndFixture(names: names, accessTokenLifetime: accessTokenLifetime, configure: configure)
+        do {
+            let result = try await body(fixture)
+            await fixture.tearDown()
+            return result
+        } catch {
+            await fixture.tearDown()
+            throw error
+        }
+    }
+}
