@@ -124,7 +124,8 @@ extension AccountSession {
     func sharedIdentityCheck(minimumInterval: TimeInterval, _ check: @escaping @Sendable () async -> Void) async {
         if let running = identityCheckInFlight { return await running.value }
         if minimumInterval > 0, let last = identityCheckedAt, environment.now().timeIntervalSince(last) < minimumInterval { return }
-        let task = Task { await check() }
+        // A recheck may save a new handle or PDS: not on a caller's event loop.
+        let task = Task(executorPreference: globalConcurrentExecutor) { await check() }
         identityCheckInFlight = task
         await task.value
         identityCheckInFlight = nil

@@ -24,7 +24,8 @@ extension AccountManager {
 
     /// The same in the background: a login or a write is not held up by it.
     func refreshProfileSoon(of session: AccountSession) {
-        Task { await self.refreshProfile(of: session) }
+        // Not on the caller's event loop: the fetch ends in a store write.
+        Task(executorPreference: globalConcurrentExecutor) { await self.refreshProfile(of: session) }
     }
 
     private func fetchProfile(did: String, pds: URL) async throws -> AccountProfile {

@@ -19,7 +19,8 @@ extension AccountSession {
                 throw .upstreamUnavailable(retryReason ?? "an earlier refresh failed", retryAfter: wait)
             }
             environment.refreshes.begin()
-            task = Task {
+            // Off the caller's event loop: a refresh writes the store (with fsync) twice.
+            task = Task(executorPreference: globalConcurrentExecutor) {
                 defer { self.environment.refreshes.end() }
                 return try await self.performRefresh()
             }

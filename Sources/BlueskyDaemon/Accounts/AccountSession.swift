@@ -179,7 +179,7 @@ actor AccountSession {
     /// An access token that is not about to expire, refreshing first when needed.
     func validAccessToken() async throws(DaemonError) -> String {
         try requireUsable()
-        let secrets = try currentSecrets()
+        let secrets = try await secretsOffTheEventLoop()
         if let expiry = record.accessExpiresAt, expiry <= environment.now().addingTimeInterval(1) {
             return try await refresh().accessToken
         }
@@ -222,6 +222,21 @@ actor AccountSession {
     func requireUsable() throws(DaemonError) {
         if record.state == .needsLogin {
             throw .needsLogin(account: id, reason: record.stateReason ?? "the server rejected the session")
+        }
+    }
+
+    /// `currentSecrets()`, with the store read (an idle account's first call) made on the
+    /// concurrency pool: a call arrives on an event loop, which must not wait on the disk.
+    func secretsOffTheEventLoop() async throws(DaemonError) -> AccountSecrets {
+        if let unsavedSecrets { return unsavedSecrets }
+        if let cachedSecrets { return cachedSecrets }
+        let (store, id) = (environment.store, id)
+        let read = await Task(executorPreference: globalConcurrentExecutor) {
+            Result { try store.secrets(for: id) }
+        }.value
+        switch read {
+        case .success(let secrets): return unsavedSecrets ?? cachedSecrets ?? secrets
+        case .failure(let error): throw .internalError("cannot read the secrets of account \(id): \(error)")
         }
     }
 
