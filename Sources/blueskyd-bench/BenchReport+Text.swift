@@ -32,6 +32,10 @@ extension BenchReport {
             lines.append("")
             lines += nonceLines()
         }
+        if let events {
+            lines.append("")
+            lines += events.lines()
+        }
         if let refreshCapacity {
             lines.append("")
             lines += refreshCapacity.lines()

@@ -20,6 +20,8 @@ struct BenchReport: Codable, Sendable {
     var nonceChallenges: [NonceChallengeResult] = []
     /// Section 8: many OAuth accounts falling due within one window.
     var refreshCapacity: RefreshCapacityResult?
+    /// Section 9: what 100 event subscribers cost.
+    var events: EventsResult?
     /// Sections that failed or were skipped, one line each.
     var problems: [String] = []
 }

@@ -65,6 +65,19 @@ struct BenchRun {
                 report.problems.append("dpop: \(describe(error))")
             }
         }
+        if options.wants(EventsBench.section) {
+            if let info = upstream?.info {
+                progress.say("events: \(EventsBench.subscriberCount) subscribers against none, alternating blocks")
+                do {
+                    report.events = try await EventsBench(options: options, upstream: info, workDirectory: work.path,
+                                                          progress: progress).run()
+                } catch {
+                    report.problems.append("events: \(describe(error))")
+                }
+            } else {
+                report.problems.append("events: skipped, no upstream PDS")
+            }
+        }
         await upstream?.stop()
         // Last, on its own testbed: it runs for the length of its window.
         if options.wants(RefreshCapacityBench.section) {
@@ -76,7 +89,7 @@ struct BenchRun {
 
     /// Every section, in the order they run.
     static let sectionOrder = ["throughput", "latency", "oauth-throughput", "oauth-latency", "oauth-nonces", "memory", "dpop",
-                               RefreshCapacityBench.section]
+                               EventsBench.section, RefreshCapacityBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {
         progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))

@@ -1,0 +1,205 @@
+import BlueskyTesting
+import Foundation
+import JSONRPC
+
+/// Section 9: what 100 event subscribers cost. The same daemon, in alternating blocks with no
+/// subscriber and with 100 (each reading its stream): `accounts.refresh` calls per second
+/// (each one an `account.refreshed` event sent 100 times), and the proxy's latency while
+/// events flow.
+struct EventsBench {
+    static let section = "events"
+    static let subscriberCount = 100
+    static let rounds = 4
+    static let refreshesPerBlock = 60
+    static let callsPerBlock = 300
+
+    let options: BenchOptions
+    let upstream: UpstreamInfo
+    let workDirectory: String
+    let progress: ProgressLog
+
+    func run() async throws -> EventsResult {
+        let directory = workDirectory + "/events"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        progress.say("events: starting blueskyd with one account")
+        let daemon = try await DaemonProcess(directory: directory, testbed: nil,
+                                             extraArguments: DaemonArguments.forUpstream(upstream))
+        Watchdog.track(daemon.pid)
+        defer { Watchdog.untrack(daemon.pid) }
+        do {
+            try await daemon.call("accounts.add", ["identifier": .string(upstream.did), "password": .string(upstream.appPassword)])
+            let result = try await measure(socketPath: daemon.socketPath)
+            _ = await daemon.stop()
+            return result
+        } catch {
+            _ = await daemon.stop()
+            throw error
+        }
+    }
+
+    private func measure(socketPath: String) async throws -> EventsResult {
+        let did = upstream.did
+        return try await offThePool {
+            let client = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(60))
+            defer { client.close() }
+            var refreshRates: (none: [Double], with: [Double]) = ([], [])
+            var delivered = 0
+            for round in 0..<Self.rounds {
+                for withSubscribers in round % 2 == 0 ? [false, true] : [true, false] {
+                    let readers = withSubscribers ? try EventReaders(socketPath: socketPath, count: Self.subscriberCount) : nil
+                    let start = ContinuousClock.now
+                    for _ in 0..<Self.refreshesPerBlock {
+                        _ = try client.call(method: "accounts.refresh", params: ["account": .string(did), "force": true]).get()
+                    }
+                    let rate = Double(Self.refreshesPerBlock) / (ContinuousClock.now - start).seconds
+                    if let readers {
+                        delivered += readers.stop(expectingAtLeast: Self.refreshesPerBlock)
+                        refreshRates.with.append(rate)
+                    } else {
+                        refreshRates.none.append(rate)
+                    }
+                }
+            }
+            // Latency while a refresh a tenth of a second makes events for the subscribers.
+            let generator = try EventGenerator(socketPath: socketPath, did: did)
+            defer { generator.stop() }
+            var latencies: (none: [Double], with: [Double]) = ([], [])
+            let call = BenchRequest.params(did: did)
+            for round in 0..<Self.rounds {
+                for withSubscribers in round % 2 == 0 ? [false, true] : [true, false] {
+                    let readers = withSubscribers ? try EventReaders(socketPath: socketPath, count: Self.subscriberCount) : nil
+                    var samples: [Double] = []
+                    for _ in 0..<Self.callsPerBlock {
+                        let start = ContinuousClock.now
+                        let result = try client.call(method: "xrpc.call", params: call).get()
+                        guard result["status"]?.intValue == 200 else {
+                            throw BenchError.unexpectedReply("xrpc.call returned \(result["status"]?.intValue ?? -1)")
+                        }
+                        samples.append((ContinuousClock.now - start).seconds * 1e6)
+                    }
+                    if let readers {
+                        delivered += readers.stop(expectingAtLeast: 0)
+                        latencies.with += samples
+                    } else {
+                        latencies.none += samples
+                    }
+                }
+            }
+            return EventsResult(
+                subscribers: Self.subscriberCount, refreshesPerBlock: Self.refreshesPerBlock, rounds: Self.rounds,
+                refreshRateNone: Statistics.median(refreshRates.none) ?? 0,
+                refreshRateWith: Statistics.median(refreshRates.with) ?? 0,
+                latencyNone: LatencySummary(latencies.none), latencyWith: LatencySummary(latencies.with),
+                eventsDelivered: delivered)
+        }
+    }
+}
+
+extension Duration {
+    var seconds: Double {
+        let (s, atto) = components
+        return Double(s) + Double(atto) / 1e18
+    }
+}
+
+/// Subscribers that read their streams on threads of their own, as clients would.
+final class EventReaders: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopping = false
+    private var counts: [Int]
+    private let connections: [RPCClientConnection]
+    private let done = DispatchGroup()
+
+    init(socketPath: String, count: Int) throws {
+        counts = Array(repeating: 0, count: count)
+        // A short read timeout lets the threads notice the end of the block.
+        connections = try (0..<count).map { _ in
+            let connection = try RPCClientConnection(socketPath: socketPath, timeout: .milliseconds(200))
+            _ = try connection.call(method: "events.subscribe", params: ["kinds": ["account.refreshed"]]).get()
+            return connection
+        }
+        for (index, connection) in connections.enumerated() {
+            done.enter()
+            nonisolated(unsafe) let connection = connection
+            Thread { [self] in
+                defer { done.leave() }
+                while !lock.withLock({ stopping }) {
+                    do {
+                        guard try connection.readLineBytes() != nil else { return }
+                        lock.withLock { counts[index] += 1 }
+                    } catch RPCClientError.timedOut {
+                        continue
+                    } catch {
+                        return
+                    }
+                }
+            }.start()
+        }
+    }
+
+    /// Ends the block: waits for the events of its refreshes, closes every subscriber and
+    /// returns how many events they read in all.
+    func stop(expectingAtLeast minimum: Int) -> Int {
+        let deadline = Date().addingTimeInterval(10)
+        while lock.withLock({ counts.min() ?? 0 }) < minimum, Date() < deadline { usleep(1_000) }
+        lock.withLock { stopping = true }
+        done.wait()
+        connections.forEach { $0.close() }
+        return lock.withLock { counts.reduce(0, +) }
+    }
+}
+
+/// Makes one `account.refreshed` event every tenth of a second, on a connection of its own.
+final class EventGenerator: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stopping = false
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(socketPath: String, did: String) throws {
+        nonisolated(unsafe) let connection = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(60))
+        Thread { [self] in
+            defer { finished.signal() }
+            while !lock.withLock({ stopping }) {
+                _ = try? connection.call(method: "accounts.refresh", params: ["account": .string(did), "force": true])
+                usleep(100_000)
+            }
+            connection.close()
+        }.start()
+    }
+
+    func stop() {
+        lock.withLock { stopping = true }
+        finished.wait()
+    }
+}
+
+struct EventsResult: Codable, Sendable {
+    var subscribers: Int
+    var refreshesPerBlock: Int
+    var rounds: Int
+    /// Median `accounts.refresh` calls per second over the blocks without / with subscribers.
+    var refreshRateNone: Double
+    var refreshRateWith: Double
+    var latencyNone: LatencySummary?
+    var latencyWith: LatencySummary?
+    var eventsDelivered: Int
+
+    var refreshRatio: Double { refreshRateNone > 0 ? refreshRateWith / refreshRateNone : 0 }
+    var addedP50: Double? {
+        guard let none = latencyNone, let with = latencyWith else { return nil }
+        return with.p50 - none.p50
+    }
+
+    func lines() -> [String] {
+        var lines = ["9. Events: \(subscribers) subscribers against none, alternating blocks in one run"]
+        lines.append("   accounts.refresh/s (median of \(rounds) blocks of \(refreshesPerBlock) each side): none \(format(refreshRateNone, 1)), "
+                     + "with \(subscribers) subscribers \(format(refreshRateWith, 1)) (ratio \(format(refreshRatio, 3)))")
+        if let none = latencyNone, let with = latencyWith, let added = addedP50 {
+            lines.append("   xrpc.call latency while events flow (µs)   p50       p90       p99")
+            lines.append("     no subscriber                         \(pad(format(none.p50, 0), 9)) \(pad(format(none.p90, 0), 9)) \(format(none.p99, 0))")
+            lines.append("     \(subscribers) subscribers                       \(pad(format(with.p50, 0), 9)) \(pad(format(with.p90, 0), 9)) \(format(with.p99, 0))")
+            lines.append("   p50 difference: \(format(added, 1)) µs; events delivered to subscribers: \(eventsDelivered)")
+        }
+        return lines
+    }
+}
