@@ -86,11 +86,7 @@ extension PDSService {
 
     /// Creates or replaces the record at `rkey` (how clients write `app.bsky.actor.profile/self`).
     func putRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
-        let auth = try authenticateAccess(request)
-        let body = try jsonBody(request)
-        let target = try writableRepo(try requiredString("repo", in: body), auth: auth)
-        let collection = try validCollection(try requiredString("collection", in: body))
-        let rkey = try requiredString("rkey", in: body)
+        let (body, target, collection, rkey) = try recordWrite(request)
         guard RecordKey.isValid(rkey) else { throw .invalidRequest("Invalid record key: \(rkey)") }
         guard let record = body["record"]?.objectValue else {
             throw .invalidRequest("Input must have the property \"record\"")
@@ -105,12 +101,19 @@ extension PDSService {
         ])
     }
 
-    func deleteRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
+    /// The caller's own repo, the collection and the record key a put or delete names.
+    private func recordWrite(_ request: TestbedRequest) throws(XRPCError)
+        -> (body: [String: JSONValue], target: AccountState, collection: String, rkey: String)
+    {
         let auth = try authenticateAccess(request)
         let body = try jsonBody(request)
         let target = try writableRepo(try requiredString("repo", in: body), auth: auth)
         let collection = try validCollection(try requiredString("collection", in: body))
-        let rkey = try requiredString("rkey", in: body)
+        return (body, target, collection, try requiredString("rkey", in: body))
+    }
+
+    func deleteRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
+        let (_, target, collection, rkey) = try recordWrite(request)
         // Deleting a missing record succeeds without a commit, as in the reference PDS.
         guard context.deleteRecord(in: target, collection: collection, rkey: rkey) else { return .json([:]) }
         return .json(["commit": context.makeCommit()])
