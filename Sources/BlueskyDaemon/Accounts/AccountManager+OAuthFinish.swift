@@ -48,7 +48,7 @@ extension AccountManager {
         let oauth = environment.oauth
         let authorization: PendingAuthorization, code: String
         do {
-            (authorization, code) = try oauth.pending.complete(callback, now: environment.now())
+            (authorization, code) = try oauth.logins.complete(callback, now: environment.now())
         } catch {
             throw .oauthLogin(OAuthLoginFailure(error))
         }

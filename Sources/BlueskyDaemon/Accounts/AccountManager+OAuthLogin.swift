@@ -69,10 +69,9 @@ extension AccountManager {
             attempt.finish(.failure(.serverRefused("no authorization URL")))
             throw .internalError("cannot build the authorization URL")
         }
-        oauth.pending.insert(PendingAuthorization(state: state, issuer: discovery.endpoints.issuer, pkce: pkce,
-                                                  redirectURI: client.redirectURI, dpopKey: key, expectedDID: expectedDID,
-                                                  createdAt: environment.now()))
-        oauth.logins.withLock { $0[loginID] = attempt }
+        oauth.logins.add(attempt, authorization: PendingAuthorization(
+            state: state, issuer: discovery.endpoints.issuer, pkce: pkce, redirectURI: client.redirectURI, dpopKey: key,
+            expectedDID: expectedDID, createdAt: environment.now()))
         logger.info("oauth login started", metadata: [
             "login": "\(loginID)", "issuer": "\(discovery.endpoints.issuer)", "did": "\(expectedDID ?? "-")",
             "client": "\(client.kind.rawValue)",
@@ -102,7 +101,7 @@ extension AccountManager {
 
     /// The login with this id.
     func oauthLogin(_ loginID: String) throws(DaemonError) -> OAuthLoginAttempt {
-        guard let attempt = environment.oauth.logins.withLock({ $0[loginID] }) else {
+        guard let attempt = environment.oauth.logins.attempt(id: loginID) else {
             throw .oauthLogin(.loginNotFound(loginID))
         }
         return attempt
@@ -132,8 +131,7 @@ extension AccountManager {
         }
         // A state of another login (or none) is refused without consuming anything.
         if let state = callback.state, state != attempt.state {
-            throw .oauthLogin(environment.oauth.logins.withLock { $0.values.contains { $0.state == state } }
-                ? .stateUnknown : Self.stateFailure(state, pending: environment.oauth.pending, now: environment.now()))
+            throw .oauthLogin(environment.oauth.logins.verdict(forStrayState: state, now: environment.now()))
         }
         switch await finishOAuthLogin(attempt, callback: callback) {
         case .success(let id): return id
@@ -161,14 +159,12 @@ extension AccountManager {
         } catch {
             return .init(status: .badRequest, text: "Login failed: \(error.description)\n")
         }
-        let attempt = callback.state.flatMap { state in
-            environment.oauth.logins.withLock { $0.values.first { $0.state == state } }
-        }
+        let attempt = callback.state.flatMap(environment.oauth.logins.attempt(state:))
         let outcome: Result<UUID, OAuthLoginFailure>
         if let attempt {
             outcome = await finishOAuthLogin(attempt, callback: callback)
         } else {
-            outcome = .failure(Self.stateFailure(callback.state ?? "", pending: environment.oauth.pending, now: environment.now()))
+            outcome = .failure(environment.oauth.logins.verdict(forStrayState: callback.state ?? "", now: environment.now()))
         }
         switch outcome {
         case .success: return .init(status: .ok, text: "You are logged in to blueskyd. You can close this tab.\n")
@@ -176,26 +172,9 @@ extension AccountManager {
         }
     }
 
-    /// Unknown or reused, for a state that belongs to no login in progress.
-    private static func stateFailure(_ state: String, pending: PendingAuthorizations, now: Date) -> OAuthLoginFailure {
-        do {
-            _ = try pending.complete(AuthorizationCallback(state: state), now: now)
-            return .stateUnknown
-        } catch {
-            return OAuthLoginFailure(error)
-        }
-    }
-
     /// Forgets logins that ended (or were abandoned) long ago.
     func pruneFinishedLogins() {
-        let now = environment.now()
-        let lifetime = environment.oauth.pending.lifetime
-        let stale = environment.oauth.logins.withLock { logins -> [OAuthLoginAttempt] in
-            let old = logins.values.filter { now.timeIntervalSince($0.startedAt) > lifetime }
-            for attempt in old { logins.removeValue(forKey: attempt.id) }
-            return old
-        }
-        environment.oauth.pending.removeExpired(now: now)
+        let stale = environment.oauth.logins.removeStale(now: environment.now())
         for attempt in stale {
             if attempt.claim() { attempt.finish(.failure(.expired)) }
             Task { await attempt.listener?.close() }

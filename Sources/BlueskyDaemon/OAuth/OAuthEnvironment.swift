@@ -17,9 +17,8 @@ final class OAuthEnvironment: Sendable {
     /// The servers' clocks as seen in their `Date` headers, so proofs' `iat` match theirs.
     let clockSkew = ClockSkewEstimator()
     let policy: OAuthURLPolicy
-    /// Logins waiting for their callback, by state (single use, iss checked).
-    let pending: PendingAuthorizations
-    let logins = Mutex<[String: OAuthLoginAttempt]>([:])
+    /// Logins waiting for their callback, by id and by state (single use, iss checked).
+    let logins: LoginsInProgress
     /// The client blueskyd presents (loopback, hosted, or confidential with its keys).
     let client: OAuthClientIdentity
     let now: @Sendable () -> Date
@@ -29,7 +28,7 @@ final class OAuthEnvironment: Sendable {
         self.http = http
         self.policy = policy
         self.client = client
-        self.pending = PendingAuthorizations(lifetime: loginLifetime)
+        self.logins = LoginsInProgress(lifetime: loginLifetime)
         self.now = now
     }
 
