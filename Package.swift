@@ -33,6 +33,8 @@ let package = Package(
     targets: [
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
         .target(name: "ATSyntax"),
+        // What every layer spells alike, with no dependencies: base64url.
+        .target(name: "WebBasics"),
         // Outbound HTTPS: one client, trust anchors, the plain-http policy.
         .target(name: "BlueskyHTTP", dependencies: [
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -43,7 +45,7 @@ let package = Package(
         // Handle and DID resolution (DNS TXT, well-known, PLC, did:web).
         .target(name: "ATIdentity", dependencies: ["ATSyntax", "BlueskyHTTP", logging] + nio),
         // XRPC over HTTP: method kinds from the Lexicons, legacy (app-password) sessions.
-        .target(name: "XRPC", dependencies: ["ATSyntax", "BlueskyHTTP", logging],
+        .target(name: "XRPC", dependencies: ["ATSyntax", "BlueskyHTTP", "WebBasics", logging],
                 resources: [.copy("Resources/LICENSE-lexicons.txt")]),
         // The account registry in SQLite, secrets sealed with AES-GCM.
         .target(name: "BlueskyStore", dependencies: [
@@ -88,7 +90,7 @@ let package = Package(
 
         // A local AT Protocol network for tests and benchmarks: PLC, handles, PDS, over TLS.
         .target(name: "ATTestbed", dependencies: [
-            "ATSyntax", "JSONRPC", "DPoP",
+            "ATSyntax", "JSONRPC", "DPoP", "WebBasics",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "X509", package: "swift-certificates"),
@@ -101,9 +103,9 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
-        .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC"], path: "Tests/BlueskyTesting"),
+        .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", logging,
+            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", "WebBasics", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -132,15 +134,16 @@ let package = Package(
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
-        .target(name: "DPoP", dependencies: ["JSONRPC", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "DPoP", dependencies: ["JSONRPC", "WebBasics", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "ATOAuth", dependencies: [
-            "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+            "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", "WebBasics", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "DPoPTests", dependencies: ["DPoP", "BlueskyTesting", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["verify_dpop_proof.py"]),
         .testTarget(name: "ATOAuthTests", dependencies: [
             "ATOAuth", "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        .testTarget(name: "WebBasicsTests", dependencies: ["WebBasics"]),
         .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),
     ]
 )

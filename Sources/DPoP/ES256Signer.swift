@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WebBasics
 
 /// Compact JWS (RFC 7515) signed with ES256 (RFC 7518 §3.4): the signature is the raw 64-byte
 /// `r || s`, not DER, base64url-encoded without padding.
