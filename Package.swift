@@ -33,14 +33,14 @@ let package = Package(
     targets: [
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
         .target(name: "ATSyntax"),
-        // What every layer spells alike, with no dependencies: base64url.
+        // What every layer spells alike, with no dependencies: base64url, URL origins.
         .target(name: "WebBasics"),
         // Outbound HTTPS: one client, trust anchors, the plain-http policy.
         .target(name: "BlueskyHTTP", dependencies: [
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
-            logging,
+            "WebBasics", logging,
         ] + nio),
         // Handle and DID resolution (DNS TXT, well-known, PLC, did:web).
         .target(name: "ATIdentity", dependencies: ["ATSyntax", "BlueskyHTTP", logging] + nio),
@@ -63,7 +63,7 @@ let package = Package(
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer", "SystemdGlue",
-            "ATOAuth", "DPoP", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "ATOAuth", "DPoP", "WebBasics", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
