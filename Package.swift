@@ -53,6 +53,8 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             logging,
         ]),
+        // The version string both executables and `daemon.info` report (no dependencies).
+        .target(name: "BlueskydVersion"),
         // JSON-RPC 2.0 messages and newline framing (Foundation only: bskyctl links it).
         .target(name: "JSONRPC"),
         // The Unix-socket JSON-RPC server: peer credentials, framing, ordered replies.
@@ -63,7 +65,7 @@ let package = Package(
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer", "SystemdGlue",
-            "ATOAuth", "DPoP", "WebBasics", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
@@ -73,11 +75,11 @@ let package = Package(
         ] + nio),
         // bskyctl's commands: a thin JSON-RPC client over the socket.
         .target(name: "BskyCtlKit", dependencies: [
-            "JSONRPC",
+            "JSONRPC", "BlueskydVersion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "blueskyd", dependencies: [
-            "BlueskyDaemon",
+            "BlueskyDaemon", "BlueskydVersion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: [
             // An idle daemon's memory is mostly the pages of its own binary that start-up
