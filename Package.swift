@@ -135,7 +135,8 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC", "BlueskyHTTP"]),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
-        // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
+        // atproto OAuth building blocks: DPoP proofs (RFC 9449, the client's side; ATTestbed
+        // verifies them), then the OAuth client's pure pieces.
         .target(name: "DPoP", dependencies: ["JSONRPC", "WebBasics", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "ATOAuth", dependencies: [
             "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", "WebBasics", .product(name: "Crypto", package: "swift-crypto"),
@@ -143,7 +144,7 @@ let package = Package(
         .testTarget(name: "DPoPTests", dependencies: ["DPoP", "BlueskyTesting", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["verify_dpop_proof.py"]),
         .testTarget(name: "ATOAuthTests", dependencies: [
-            "ATOAuth", "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+            "ATOAuth", "DPoP", "ATTestbed", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "WebBasicsTests", dependencies: ["WebBasics"]),
         .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),
