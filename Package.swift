@@ -104,10 +104,12 @@ let package = Package(
             "ATTestbed",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
-        .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
+        // Real blueskyd processes against a testbed, for the end-to-end tests and the bench.
+        .target(name: "DaemonHarness", dependencies: ["ATTestbed", "JSONRPC"]),
+        // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
+        .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", "WebBasics", logging,
+            "ATTestbed", "DaemonHarness", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", "WebBasics", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
