@@ -40,12 +40,12 @@ let package = Package(
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
-            "WebBasics", logging,
+            "WebBasics",
         ] + nio),
         // Handle and DID resolution (DNS TXT, well-known, PLC, did:web).
         .target(name: "ATIdentity", dependencies: ["ATSyntax", "BlueskyHTTP", logging] + nio),
         // XRPC over HTTP: method kinds from the Lexicons, legacy (app-password) sessions.
-        .target(name: "XRPC", dependencies: ["ATSyntax", "BlueskyHTTP", "WebBasics", logging],
+        .target(name: "XRPC", dependencies: ["BlueskyHTTP", "WebBasics"],
                 resources: [.copy("Resources/LICENSE-lexicons.txt")]),
         // The account registry in SQLite, secrets sealed with AES-GCM.
         .target(name: "BlueskyStore", dependencies: [
@@ -92,13 +92,12 @@ let package = Package(
 
         // A local AT Protocol network for tests and benchmarks: PLC, handles, PDS, over TLS.
         .target(name: "ATTestbed", dependencies: [
-            "ATSyntax", "JSONRPC", "DPoP", "WebBasics",
+            "JSONRPC", "DPoP", "WebBasics",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "Crypto", package: "swift-crypto"),
-            logging,
         ] + nio),
         .executableTarget(name: "atproto-testbed", dependencies: [
             "ATTestbed",
@@ -122,7 +121,7 @@ let package = Package(
         .testTarget(name: "BlueskyStoreTests", dependencies: [
             "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer", "BlueskyTesting"]),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [
             "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
@@ -146,7 +145,7 @@ let package = Package(
         .testTarget(name: "DPoPTests", dependencies: ["DPoP", "BlueskyTesting", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["verify_dpop_proof.py"]),
         .testTarget(name: "ATOAuthTests", dependencies: [
-            "ATOAuth", "DPoP", "ATTestbed", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+            "ATOAuth", "DPoP", "ATTestbed", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "WebBasicsTests", dependencies: ["WebBasics"]),
         .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),
