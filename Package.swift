@@ -33,17 +33,19 @@ let package = Package(
     targets: [
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
         .target(name: "ATSyntax"),
+        // What every layer spells alike, with no dependencies: base64url, URL origins.
+        .target(name: "WebBasics"),
         // Outbound HTTPS: one client, trust anchors, the plain-http policy.
         .target(name: "BlueskyHTTP", dependencies: [
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
-            logging,
+            "WebBasics",
         ] + nio),
         // Handle and DID resolution (DNS TXT, well-known, PLC, did:web).
         .target(name: "ATIdentity", dependencies: ["ATSyntax", "BlueskyHTTP", logging] + nio),
         // XRPC over HTTP: method kinds from the Lexicons, legacy (app-password) sessions.
-        .target(name: "XRPC", dependencies: ["ATSyntax", "BlueskyHTTP", logging],
+        .target(name: "XRPC", dependencies: ["BlueskyHTTP", "WebBasics"],
                 resources: [.copy("Resources/LICENSE-lexicons.txt")]),
         // The account registry in SQLite, secrets sealed with AES-GCM.
         .target(name: "BlueskyStore", dependencies: [
@@ -51,6 +53,8 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             logging,
         ]),
+        // The version string both executables and `daemon.info` report (no dependencies).
+        .target(name: "BlueskydVersion"),
         // JSON-RPC 2.0 messages and newline framing (Foundation only: bskyctl links it).
         .target(name: "JSONRPC"),
         // The Unix-socket JSON-RPC server: peer credentials, framing, ordered replies.
@@ -61,7 +65,7 @@ let package = Package(
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer", "SystemdGlue",
-            "ATOAuth", "DPoP", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
@@ -71,11 +75,11 @@ let package = Package(
         ] + nio),
         // bskyctl's commands: a thin JSON-RPC client over the socket.
         .target(name: "BskyCtlKit", dependencies: [
-            "JSONRPC",
+            "JSONRPC", "BlueskydVersion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         .executableTarget(name: "blueskyd", dependencies: [
-            "BlueskyDaemon",
+            "BlueskyDaemon", "BlueskydVersion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ], linkerSettings: [
             // An idle daemon's memory is mostly the pages of its own binary that start-up
@@ -88,22 +92,23 @@ let package = Package(
 
         // A local AT Protocol network for tests and benchmarks: PLC, handles, PDS, over TLS.
         .target(name: "ATTestbed", dependencies: [
-            "ATSyntax", "JSONRPC", "DPoP",
+            "JSONRPC", "DPoP", "WebBasics",
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "X509", package: "swift-certificates"),
             .product(name: "SwiftASN1", package: "swift-asn1"),
             .product(name: "Crypto", package: "swift-crypto"),
-            logging,
         ] + nio),
         .executableTarget(name: "atproto-testbed", dependencies: [
             "ATTestbed",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // Helpers shared by the test suites: dnsmasq, the hermetic network, daemon processes.
-        .target(name: "BlueskyTesting", dependencies: ["ATTestbed", "JSONRPC"], path: "Tests/BlueskyTesting"),
+        // Real blueskyd processes against a testbed, for the end-to-end tests and the bench.
+        .target(name: "DaemonHarness", dependencies: ["ATTestbed", "JSONRPC"]),
+        // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
+        .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "BlueskyTesting", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", logging,
+            "ATTestbed", "DaemonHarness", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", "WebBasics", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -116,7 +121,7 @@ let package = Package(
         .testTarget(name: "BlueskyStoreTests", dependencies: [
             "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer", "BlueskyTesting"]),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [
             "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
@@ -131,16 +136,18 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC", "BlueskyHTTP"]),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
-        // atproto OAuth building blocks: DPoP proofs (RFC 9449), then the OAuth client's pure pieces.
-        .target(name: "DPoP", dependencies: ["JSONRPC", .product(name: "Crypto", package: "swift-crypto")]),
+        // atproto OAuth building blocks: DPoP proofs (RFC 9449, the client's side; ATTestbed
+        // verifies them), then the OAuth client's pure pieces.
+        .target(name: "DPoP", dependencies: ["JSONRPC", "WebBasics", .product(name: "Crypto", package: "swift-crypto")]),
         .target(name: "ATOAuth", dependencies: [
-            "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+            "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", "WebBasics", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "DPoPTests", dependencies: ["DPoP", "BlueskyTesting", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["verify_dpop_proof.py"]),
         .testTarget(name: "ATOAuthTests", dependencies: [
-            "ATOAuth", "DPoP", "ATSyntax", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
+            "ATOAuth", "DPoP", "ATTestbed", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        .testTarget(name: "WebBasicsTests", dependencies: ["WebBasics"]),
         .testTarget(name: "SystemdGlueTests", dependencies: ["SystemdGlue", logging]),
     ]
 )

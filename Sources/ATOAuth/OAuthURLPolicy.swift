@@ -1,5 +1,6 @@
 import BlueskyHTTP
 import Foundation
+import WebBasics
 
 /// Which URLs discovery accepts for servers and endpoints: https always, plain http only to a
 /// loopback host and only when development mode allows it (a local PDS, the testbed).
@@ -60,13 +61,10 @@ public struct OAuthURLPolicy: Sendable, Equatable {
     }
 
     /// `scheme://host[:port]` of an http(s) URL, with the default port left out, as servers
-    /// write their `resource` and `issuer`.
+    /// write their `resource` and `issuer`: spelled by ``URLOrigin``, like the origins that key
+    /// DPoP nonces, so an account's PDS and its nonces agree.
     public static func origin(of url: URL) -> String? {
-        guard let parts = parts(url.absoluteString), parts.scheme == "https" || parts.scheme == "http" else { return nil }
-        let defaultPort = parts.scheme == "https" ? 443 : 80
-        let host = parts.host.contains(":") && !parts.host.hasPrefix("[") ? "[\(parts.host)]" : parts.host
-        var origin = "\(parts.scheme)://\(host.lowercased())"
-        if let port = parts.port, port != defaultPort { origin += ":\(port)" }
-        return origin
+        guard let parts = parts(url.absoluteString) else { return nil }
+        return URLOrigin(scheme: parts.scheme, host: parts.host, port: parts.port)?.string
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import DPoP
+import WebBasics
 
 /// Proof Key for Code Exchange (RFC 7636) with the S256 method, the only one atproto allows.
 public struct PKCE: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import WebBasics
 
 /// Pushed authorization requests (RFC 9126): the only way to start an authorization here.
 extension AuthorizationServer {
@@ -31,7 +32,7 @@ extension AuthorizationServer {
             throw .invalidRequest("Unsupported code_challenge_method \(method) (only S256)")
         }
         let challenge = try required("code_challenge", in: form)
-        guard challenge.utf8.count == 43, Encodings.base64URLDecode(Substring(challenge))?.count == 32 else {
+        guard challenge.utf8.count == 43, Base64URL.decodeLeniently(challenge)?.count == 32 else {
             throw .invalidRequest("code_challenge must be a base64url SHA-256 digest")
         }
         if let loginHint, hintedAccount == nil {

@@ -2,6 +2,7 @@ import Crypto
 import DPoP
 import Foundation
 import JSONRPC
+import WebBasics
 
 /// The token endpoint: the authorization code grant (PKCE, same DPoP key as PAR) and the
 /// refresh grant (single-use refresh tokens; a replay deletes the whole session).
@@ -167,6 +168,6 @@ extension AuthorizationServer {
     }
 
     static func s256(_ verifier: String) -> String {
-        Encodings.base64URL(Array(SHA256.hash(data: Array(verifier.utf8))))
+        Base64URL.encode(Array(SHA256.hash(data: Array(verifier.utf8))))
     }
 }

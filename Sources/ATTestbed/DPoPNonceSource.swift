@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Synchronization
+import WebBasics
 
 /// One server's DPoP nonces (the authorization server and the PDS each have their own).
 ///
@@ -54,6 +55,6 @@ final class DPoPNonceSource: Sendable {
 
     private func nonce(window: Int64) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: withUnsafeBytes(of: window.bigEndian) { Array($0) }, using: secret)
-        return Encodings.base64URL(Array(code).prefix(18))
+        return Base64URL.encode(Array(code).prefix(18))
     }
 }

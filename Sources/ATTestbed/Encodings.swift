@@ -1,8 +1,9 @@
 import Crypto
 import Foundation
+import WebBasics
 
 /// The byte encodings atproto identifiers use: base32 (CIDs, did:plc), base32-sortable (TIDs),
-/// base58btc (multikeys) and base64url (JWTs).
+/// base58btc (multikeys); base64url is WebBasics' `Base64URL`.
 enum Encodings {
     private static let base32Alphabet = Array("abcdefghijklmnopqrstuvwxyz234567".utf8)
     private static let base58Alphabet = Array("123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz".utf8)
@@ -47,19 +48,6 @@ enum Encodings {
         return String(decoding: encoded, as: UTF8.self)
     }
 
-    static func base64URL(_ bytes: some DataProtocol) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    static func base64URLDecode(_ text: Substring) -> Data? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        while standard.utf8.count % 4 != 0 { standard.append("=") }
-        return Data(base64Encoded: standard)
-    }
-
     static func randomBytes(_ count: Int) -> [UInt8] {
         var generator = SystemRandomNumberGenerator()
         return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
@@ -67,7 +55,7 @@ enum Encodings {
 
     /// A random token safe for URLs and headers (JWT ids, sign-in codes).
     static func randomToken(bytes: Int = 16) -> String {
-        base64URL(randomBytes(bytes))
+        Base64URL.encode(randomBytes(bytes))
     }
 }
 

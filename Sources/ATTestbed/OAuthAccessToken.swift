@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JSONRPC
+import WebBasics
 
 /// The claims of an OAuth access token: an `at+jwt` bound to a DPoP key by `cnf.jkt`.
 struct OAuthAccessClaims: Sendable {
@@ -22,23 +23,23 @@ struct OAuthAccessTokenSigner: Sendable {
     private let key = SymmetricKey(size: .bits256)
 
     func sign(_ claims: OAuthAccessClaims) -> String {
-        let header = Encodings.base64URL(Array(#"{"typ":"at+jwt","alg":"HS256"}"#.utf8))
+        let header = Base64URL.encode(Array(#"{"typ":"at+jwt","alg":"HS256"}"#.utf8))
         let payload: JSONValue = [
             "iss": .string(claims.issuer), "sub": .string(claims.subject), "aud": .string(claims.audience),
             "client_id": .string(claims.clientID), "scope": .string(claims.scope),
             "iat": .number(Double(claims.issuedAt)), "exp": .number(Double(claims.expiresAt)),
             "jti": .string(claims.jti), "cnf": ["jkt": .string(claims.thumbprint)],
         ]
-        let signingInput = header + "." + Encodings.base64URL(payload.encoded())
+        let signingInput = header + "." + Base64URL.encode(payload.encoded())
         let signature = HMAC<SHA256>.authenticationCode(for: Array(signingInput.utf8), using: key)
-        return signingInput + "." + Encodings.base64URL(Array(signature))
+        return signingInput + "." + Base64URL.encode(Array(signature))
     }
 
     /// The claims when the signature is this signer's; expiry is left to the caller.
     func verify(_ token: String) -> OAuthAccessClaims? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let signature = Encodings.base64URLDecode(parts[2]),
-            let payload = Encodings.base64URLDecode(parts[1])
+        guard parts.count == 3, let signature = Base64URL.decodeLeniently(parts[2]),
+            let payload = Base64URL.decodeLeniently(parts[1])
         else { return nil }
         let signingInput = token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)
         guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Array(signingInput), using: key),

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import JSONRPC
+import WebBasics
 
 /// The claims of the PDS's legacy session JWTs, as the reference PDS writes them.
 struct TokenClaims: Codable, Sendable {
@@ -31,28 +32,28 @@ struct TokenSigner: Sendable {
     private let key = SymmetricKey(size: .bits256)
 
     func sign(_ claims: TokenClaims, type: String) -> String {
-        let header = Encodings.base64URL(Array(#"{"typ":"\#(type)","alg":"HS256"}"#.utf8))
+        let header = Base64URL.encode(Array(#"{"typ":"\#(type)","alg":"HS256"}"#.utf8))
         let payload: JSONValue = [
             "scope": .string(claims.scope), "sub": .string(claims.sub), "aud": .string(claims.aud),
             "iat": .number(Double(claims.iat)), "exp": .number(Double(claims.exp)), "jti": .string(claims.jti),
         ]
-        let signingInput = header + "." + Encodings.base64URL(payload.encoded())
+        let signingInput = header + "." + Base64URL.encode(payload.encoded())
         let signature = HMAC<SHA256>.authenticationCode(for: Array(signingInput.utf8), using: key)
-        return signingInput + "." + Encodings.base64URL(Array(signature))
+        return signingInput + "." + Base64URL.encode(Array(signature))
     }
 
     /// Checks signature and expiry (`exp <= now` is expired, as jose does).
     func verify(_ token: String, now: Date) -> Result<TokenClaims, TokenVerificationFailure> {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3,
-            let signature = Encodings.base64URLDecode(parts[2]),
-            let payload = Encodings.base64URLDecode(parts[1])
+            let signature = Base64URL.decodeLeniently(parts[2]),
+            let payload = Base64URL.decodeLeniently(parts[1])
         else { return .failure(.malformed) }
         let signingInput = token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)
         guard HMAC<SHA256>.isValidAuthenticationCode(signature, authenticating: Array(signingInput), using: key) else {
             return .failure(.badSignature)
         }
-        guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: payload) else {
+        guard let claims = try? JSONDecoder().decode(TokenClaims.self, from: Data(payload)) else {
             return .failure(.malformed)
         }
         if Double(claims.exp) <= now.timeIntervalSince1970 {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import WebBasics
 
 /// Everything the request handlers share. Each part guards its own state; locks are held only
 /// for in-memory work, never across I/O, and the clock's lock is the only one taken inside another.
@@ -39,7 +40,8 @@ final class TestbedContext: Sendable {
     var pdsDID: String { "did:web:\(pdsHost)" }
 
     func url(host: String) -> String {
-        port == 443 ? "https://\(host)" : "https://\(host):\(port)"
+        // Spelled as the daemon spells origins, so URLs the testbed hands out compare equal to them.
+        URLOrigin(scheme: "https", host: host, port: port)?.string ?? "https://\(host):\(port)"
     }
 
     var pdsURL: String { url(host: pdsHost) }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BlueskydVersion
 import Foundation
 import JSONRPC
 
@@ -38,7 +39,7 @@ public struct BskyCtl: ParsableCommand {
               bskyctl proxy app.bsky.actor.getProfile --param actor=alice.bsky.social
               bskyctl call daemon.status
             """,
-        version: "0.1.0",
+        version: blueskydVersion,
         subcommands: [
             AccountsCommand.self, LoginCommand.self, LogoutCommand.self, UseCommand.self,
             RefreshCommand.self, ProxyCommand.self, CallCommand.self, StatusCommand.self,

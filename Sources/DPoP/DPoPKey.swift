@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WebBasics
 
 /// One session's DPoP key: an ES256 (P-256) private key, with the parts of every proof that
 /// depend only on the key computed once.

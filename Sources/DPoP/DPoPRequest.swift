@@ -1,4 +1,5 @@
 import Crypto
+import WebBasics
 
 /// What a proof is for: the method and target of one HTTP request, and which kind of server
 /// receives it.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WebBasics
 
 /// Makes DPoP proofs (RFC 9449 §4) with one session's key.
 ///

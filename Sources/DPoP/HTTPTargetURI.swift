@@ -1,4 +1,5 @@
 import Foundation
+import WebBasics
 
 /// The `htu` of a proof (RFC 9449 §4.2): the request URI without query and fragment, with the
 /// scheme and host lowercased and the port dropped when it is the scheme's default.
@@ -8,7 +9,7 @@ import Foundation
 public struct HTTPTargetURI: Sendable, Hashable, CustomStringConvertible {
     /// The normalised URI, e.g. `https://pds.example.com/xrpc/app.bsky.actor.getProfile`.
     public let string: String
-    /// `scheme://host[:port]`, the key of per-server state such as nonces.
+    /// `scheme://host[:port]` as ``URLOrigin`` writes it, the key of per-server state such as nonces.
     public let origin: String
 
     public var description: String { string }
@@ -23,13 +24,8 @@ public struct HTTPTargetURI: Sendable, Hashable, CustomStringConvertible {
         let bytes = Array(text.utf8)
         guard let schemeEnd = bytes.firstIndex(of: UInt8(ascii: ":")),
               bytes[schemeEnd...].starts(with: Array("://".utf8)) else { throw .invalidTargetURI(text) }
-        let scheme = String(decoding: bytes[..<schemeEnd].map(Self.lowercased), as: UTF8.self)
-        let defaultPort: String
-        switch scheme {
-        case "https": defaultPort = "443"
-        case "http": defaultPort = "80"
-        default: throw .invalidTargetURI(text)
-        }
+        // Anything but http and https is refused below, by URLOrigin.
+        let scheme = bytes[..<schemeEnd]
         let authorityStart = schemeEnd + 3
         let authorityEnd = bytes[authorityStart...].firstIndex {
             $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
@@ -45,25 +41,21 @@ public struct HTTPTargetURI: Sendable, Hashable, CustomStringConvertible {
         } else {
             hostEnd = authority.endIndex
         }
-        let host = authority[authority.startIndex..<hostEnd].map(Self.lowercased)
+        let host = authority[authority.startIndex..<hostEnd]
         let portText = hostEnd < authority.endIndex ? String(decoding: authority[(hostEnd + 1)...], as: UTF8.self) : ""
-        // Digits only: `UInt16("+443")` would accept a sign.
-        guard !host.isEmpty, portText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
-              portText.isEmpty || UInt16(portText) != nil else {
+        // Digits only: `UInt16("+443")` would accept a sign. A port with leading zeros ("0443")
+        // names the same port, which URLOrigin then writes canonically.
+        guard portText.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }),
+              portText.isEmpty || UInt16(portText) != nil,
+              let origin = URLOrigin(scheme: String(decoding: scheme, as: UTF8.self),
+                                     host: String(decoding: host, as: UTF8.self), port: UInt16(portText).map(Int.init))
+        else {
             throw .invalidTargetURI(text)
         }
-        // A port with leading zeros ("0443") names the same port; write it canonically.
-        let port = portText.isEmpty ? "" : String(UInt16(portText)!)
-        var origin = scheme + "://" + String(decoding: host, as: UTF8.self)
-        if !port.isEmpty, port != defaultPort { origin += ":" + port }
         let pathEnd = bytes[authorityEnd...].firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
             ?? bytes.endIndex
         let path = bytes[authorityEnd..<pathEnd]
-        self.origin = origin
-        string = origin + (path.isEmpty ? "/" : String(decoding: path, as: UTF8.self))
-    }
-
-    private static func lowercased(_ byte: UInt8) -> UInt8 {
-        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+        self.origin = origin.string
+        string = origin.string + (path.isEmpty ? "/" : String(decoding: path, as: UTF8.self))
     }
 }

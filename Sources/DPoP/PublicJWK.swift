@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import WebBasics
 
 /// The public half of a P-256 key as a JWK (RFC 7517/7518): `kty` EC, `crv` P-256, `x`, `y`.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import WebBasics
 
 /// The few claims blueskyd reads from a session token, without verifying it (the PDS does that):
 /// only to know when to refresh.
@@ -10,16 +11,10 @@ public struct JWTClaims: Sendable, Equatable {
     /// Decodes the payload of a compact JWS; nil when `token` is not one.
     public init?(token: String) {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Self.base64URLDecode(parts[1]),
+        guard parts.count == 3, let payload = Base64URL.decodeLeniently(parts[1]).map({ Data($0) }),
               let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any] else { return nil }
         expiresAt = (object["exp"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue) }
         issuedAt = (object["iat"] as? NSNumber).map { Date(timeIntervalSince1970: $0.doubleValue) }
         subject = object["sub"] as? String
-    }
-
-    static func base64URLDecode(_ text: Substring) -> Data? {
-        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        return Data(base64Encoded: base64)
     }
 }

@@ -1,4 +1,4 @@
-import BlueskyTesting
+import DaemonHarness
 
 /// Why a section of the benchmark could not run, in one line for the report.
 enum BenchError: Error, CustomStringConvertible {

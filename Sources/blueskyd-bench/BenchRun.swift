@@ -1,5 +1,5 @@
 import ATTestbed
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 
 /// One benchmark run: starts the upstream, runs the sections asked for, each on its own so a

@@ -1,5 +1,5 @@
 import BlueskyHTTP
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 import JSONRPC
 

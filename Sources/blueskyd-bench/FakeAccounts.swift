@@ -1,6 +1,7 @@
 import BlueskyStore
 import Foundation
 import Logging
+import WebBasics
 
 /// Registers made-up app-password accounts by writing the daemon's store directly, as blueskyd
 /// itself would have after logging them in: same directory, same key file, sealed secrets.
@@ -48,34 +49,13 @@ enum FakeAccounts {
         return (record, secrets)
     }
 
-    private static let header = base64URL(Array(#"{"typ":"at+jwt","alg":"ES256K"}"#.utf8))
+    private static let header = Base64URL.encode(Array(#"{"typ":"at+jwt","alg":"ES256K"}"#.utf8))
     // One random signature for all: nothing verifies it, and 100,000 fresh ones cost seconds.
-    private static let signature = base64URL((0..<64).map { _ in UInt8.random(in: 0...255) })
+    private static let signature = Base64URL.encode((0..<64).map { _ in UInt8.random(in: 0...255) })
 
     /// A compact JWS with the given JSON claims and a random (unverifiable) signature.
     static func jwt(_ claimsJSON: String) -> String {
-        "\(header).\(base64URL(Array(claimsJSON.utf8))).\(signature)"
-    }
-
-    private static let base64URLAlphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-
-    /// Unpadded base64url, by hand: Foundation's encoder plus character replacement dominated
-    /// the time it takes to seed 100,000 accounts.
-    static func base64URL(_ bytes: [UInt8]) -> String {
-        var output: [UInt8] = []
-        output.reserveCapacity((bytes.count * 4 + 2) / 3)
-        var index = 0
-        while index < bytes.count {
-            let chunk = min(3, bytes.count - index)
-            var value = UInt32(bytes[index]) << 16
-            if chunk > 1 { value |= UInt32(bytes[index + 1]) << 8 }
-            if chunk > 2 { value |= UInt32(bytes[index + 2]) }
-            for position in 0...chunk {
-                output.append(base64URLAlphabet[Int((value >> UInt32(18 - 6 * position)) & 63)])
-            }
-            index += 3
-        }
-        return String(decoding: output, as: UTF8.self)
+        "\(header).\(Base64URL.encode(Array(claimsJSON.utf8))).\(signature)"
     }
 
     /// `value` in the did:plc alphabet (base32, a–z and 2–7), left-padded with "a" to `width`.

@@ -1,4 +1,4 @@
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 
 /// Section 3: blueskyd's resident memory at rest with many registered accounts.

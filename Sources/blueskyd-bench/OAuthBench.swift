@@ -1,6 +1,6 @@
 import AsyncHTTPClient
 import BlueskyHTTP
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 import NIOCore
 import NIOPosix

@@ -1,5 +1,5 @@
 import AsyncHTTPClient
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 import JSONRPC
 import NIOCore

@@ -1,5 +1,5 @@
 import ATTestbed
-import BlueskyTesting
+import DaemonHarness
 import DPoP
 import Foundation
 

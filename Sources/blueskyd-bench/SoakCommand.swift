@@ -1,5 +1,5 @@
 import ArgumentParser
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 
 /// `blueskyd-bench soak`: proxied calls at a steady rate for a long time, with access tokens

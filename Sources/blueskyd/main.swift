@@ -1,5 +1,6 @@
 import ArgumentParser
 import BlueskyDaemon
+import BlueskydVersion
 import Foundation
 
 @main
@@ -19,7 +20,7 @@ struct Blueskyd: AsyncParsableCommand {
             readiness, status and watchdog keep-alives (NOTIFY_SOCKET), logs to the journal \
             (JOURNAL_STREAM). SIGHUP reloads the configuration; SIGTERM stops gracefully.
             """,
-        version: "0.1.0")
+        version: blueskydVersion)
 
     @Option(help: "Configuration file (TOML).") var config: String?
     @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?

@@ -1,4 +1,5 @@
 import ATOAuth
+import ATTestbed
 import BlueskyHTTP
 import DPoP
 import Foundation

@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import WebBasics
 
 /// Tests/DPoPTests/verify_dpop_proof.py: a DPoP proof checked with Python's joserfc, so that
 /// the project's own Swift code is not the only judge of its proofs.
@@ -25,9 +26,7 @@ public enum ProofVerifier {
     public static func claims(_ jws: String) -> JSONValue? {
         let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { return nil }
-        var base64 = parts[1].replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard let payload = Data(base64Encoded: base64) else { return nil }
-        return try? JSONValue.parse(Array(payload))
+        guard let payload = Base64URL.decodeLeniently(parts[1]) else { return nil }
+        return try? JSONValue.parse(payload)
     }
 }

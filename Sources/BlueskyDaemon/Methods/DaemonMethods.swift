@@ -1,3 +1,4 @@
+import BlueskydVersion
 import Foundation
 import JSONRPC
 import Logging
@@ -140,7 +141,7 @@ struct DaemonMethods: RPCMethodHandler {
 
 /// Facts about this daemon for `daemon.info`.
 struct DaemonInfo: Sendable {
-    static let version = "0.1.0"
+    static let version = blueskydVersion
     let socketPath: String
     let stateDirectory: String
     let startedAt: Date

@@ -1,5 +1,6 @@
 import BlueskyStore
 import Foundation
+import WebBasics
 
 /// How many refreshes may run at once: overall, and against one server. The defaults carry
 /// 100,000 OAuth accounts whose tokens all expire within 15 minutes through a token endpoint
@@ -28,10 +29,12 @@ final class HostTable {
 
 extension AccountRecord {
     /// The server an account's refreshes go to: the OAuth session's token endpoint, or the
-    /// app password's PDS (scheme, host and port).
+    /// app password's PDS, as its origin (so `https://pds:443` and `https://PDS` share one limit).
     var refreshHost: String {
         let endpoint = oauth?.tokenEndpoint ?? pds
-        guard let components = URLComponents(string: endpoint), let host = components.host else { return endpoint }
-        return "\(components.scheme ?? "https")://\(host.lowercased())" + (components.port.map { ":\($0)" } ?? "")
+        guard let components = URLComponents(string: endpoint), let host = components.host,
+              let origin = URLOrigin(scheme: components.scheme ?? "https", host: host, port: components.port)
+        else { return endpoint }
+        return origin.string
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import WebBasics
 
 /// Where a keep-alive connection goes: scheme, host and port, which is what two requests
 /// must share to use the same connection.
@@ -14,10 +15,10 @@ struct HTTP1Origin: Hashable, Sendable {
         isTLS = scheme == "https"
         // Foundation keeps the brackets of an IPv6 literal on some platforms and not on others.
         self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        port = url.port ?? (isTLS ? 443 : 80)
+        port = url.port ?? URLOrigin.defaultPort(scheme: scheme)!
     }
 
-    private var defaultPort: Int { isTLS ? 443 : 80 }
+    private var defaultPort: Int { URLOrigin.defaultPort(scheme: isTLS ? "https" : "http")! }
 
     /// An IPv6 literal (the only hosts with a colon) or a dotted IPv4 address.
     var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }

@@ -1,6 +1,7 @@
 import Foundation
 
-/// base64url without padding (RFC 7515 §2), the encoding of every JWS segment and JWK member.
+/// base64url without padding (RFC 7515 §2), the encoding of every JWS segment and JWK member,
+/// PKCE challenge and random token in the project: the one implementation all modules share.
 ///
 /// Written by hand rather than through `Data.base64EncodedString()` plus character
 /// replacement: proofs are made on every proxied call, and this avoids three intermediate strings.
@@ -65,14 +66,30 @@ public enum Base64URL {
     /// Decodes unpadded base64url; nil for padding, characters outside the alphabet, or an
     /// impossible length. Strict on purpose: a verifier must not accept two spellings of one value.
     public static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        let input = Array(text.utf8)
+        decode(Array(text.utf8)[...], lenient: false)
+    }
+
+    /// Decodes base64url as other parties may write it: `=` padding, the `+` and `/` of plain
+    /// base64, and non-zero leftover bits are all accepted.
+    ///
+    /// For reading what someone else issued (a PDS's access token, a client's PKCE challenge),
+    /// where refusing an odd but unambiguous spelling would only lose information. Never for
+    /// checking a signature's input, where ``decode(_:)`` keeps one spelling per value.
+    public static func decodeLeniently(_ text: some StringProtocol) -> [UInt8]? {
+        var input = Array(text.utf8)[...]
+        // At most two: a third `=` is not padding, and Foundation refused it too.
+        for _ in 0..<2 where input.last == UInt8(ascii: "=") { input = input.dropLast() }
+        return decode(input, lenient: true)
+    }
+
+    private static func decode(_ input: ArraySlice<UInt8>, lenient: Bool) -> [UInt8]? {
         guard input.count % 4 != 1 else { return nil }
         var output: [UInt8] = []
         output.reserveCapacity(input.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
         for character in input {
-            guard let value = sextet(character) else { return nil }
+            guard let value = sextet(character) ?? (lenient ? standardSextet(character) : nil) else { return nil }
             accumulator = accumulator << 6 | UInt32(value)
             bits += 6
             if bits >= 8 {
@@ -81,8 +98,16 @@ public enum Base64URL {
             }
         }
         // Leftover bits must be zero, or two different strings would decode to the same bytes.
-        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
+        guard lenient || accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
         return output
+    }
+
+    private static func standardSextet(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "+"): 62
+        case UInt8(ascii: "/"): 63
+        default: nil
+        }
     }
 
     private static func sextet(_ character: UInt8) -> UInt8? {

@@ -1,6 +1,6 @@
-import DPoP
 import Foundation
 import Testing
+import WebBasics
 
 @Suite("base64url without padding")
 struct Base64URLTests {
@@ -20,7 +20,10 @@ struct Base64URLTests {
         for length in 0..<70 {
             let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let encoded = Base64URL.encode(bytes)
-            #expect(encoded == Independent.base64URLEncode(bytes))
+            // Foundation's encoder, translated: an implementation other than the one under test.
+            let independent = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(encoded == independent)
             #expect(Base64URL.decode(encoded) == bytes)
         }
     }
@@ -29,6 +32,18 @@ struct Base64URLTests {
     func strictDecoding() {
         for text in ["Zg==", "Zm9v+", "Zm9v/", "Zm9v Yg", "Z", "Zm9vY", "Zh", "Zm9"] {
             #expect(Base64URL.decode(text) == nil, "\(text) should not decode")
+        }
+    }
+
+    @Test("the lenient decoder also reads padding, plain base64's + and / and non-zero trailing bits")
+    func lenientDecoding() {
+        #expect(Base64URL.decodeLeniently("Zg==") == Array("f".utf8))
+        #expect(Base64URL.decodeLeniently("Zm8=") == Array("fo".utf8))
+        #expect(Base64URL.decodeLeniently("-_-_") == [0xFB, 0xFF, 0xBF])
+        #expect(Base64URL.decodeLeniently("+/+/") == [0xFB, 0xFF, 0xBF])
+        #expect(Base64URL.decodeLeniently("Zh") == Array("f".utf8))
+        for text in ["Z", "Zm9v Yg", "Zg===", "Z=g", "Zm9v*"] {
+            #expect(Base64URL.decodeLeniently(text) == nil, "\(text) should not decode")
         }
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import DPoP
 import Foundation
 
 /// Checks DPoP proofs as an authorization server or PDS must (RFC 9449 §4.3): for the testbed,

@@ -1,3 +1,4 @@
+import ATTestbed
 import Crypto
 import DPoP
 import Foundation
@@ -5,15 +6,16 @@ import Testing
 
 @Suite("DPoP verifier (testbed side)")
 struct DPoPVerifierTests {
-    let clock = ManualClock()
+    /// One fixed instant for signer and verifier alike: no check here depends on time passing.
+    let fixedNow = Date(timeIntervalSince1970: 1_800_000_000)
     let key = DPoPKey.generate()
     let pdsURL = "https://pds.example.com/xrpc/app.bsky.feed.getTimeline"
     let parURL = "https://auth.example.com/oauth/par"
     let token = "the-access-token"
 
-    var signer: DPoPSigner { DPoPSigner(key: key, now: clock.reading) }
+    var signer: DPoPSigner { DPoPSigner(key: key, now: { [fixedNow] in fixedNow }) }
     func verifier(exact: Bool = true) -> DPoPVerifier {
-        DPoPVerifier(issuedAtTolerance: 10, requiresExactTargetURI: exact, now: clock.reading)
+        DPoPVerifier(issuedAtTolerance: 10, requiresExactTargetURI: exact, now: { [fixedNow] in fixedNow })
     }
 
     /// A proof with hand-written header and claims, signed by `key` (or another).
@@ -22,7 +24,7 @@ struct DPoPVerifierTests {
         return try ES256.sign(headerJSON: header, payloadJSON: claims, key: signingKey ?? key.privateKey)
     }
 
-    var now: Int { Int(clock.now.timeIntervalSince1970) }
+    var now: Int { Int(fixedNow.timeIntervalSince1970) }
 
     @Test("a good resource proof passes and yields the key's thumbprint")
     func accepts() throws {

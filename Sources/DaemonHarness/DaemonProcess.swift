@@ -2,7 +2,8 @@ import ATTestbed
 import Foundation
 import JSONRPC
 
-/// A real `blueskyd` process for end-to-end tests, with its own state directory and socket.
+/// A real `blueskyd` process for end-to-end tests and the bench, with its own state directory
+/// and socket.
 public final class DaemonProcess: @unchecked Sendable {
     public let stateDirectory: String
     public let socketPath: String

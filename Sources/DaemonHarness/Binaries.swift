@@ -1,7 +1,8 @@
 import Foundation
 
-/// Where the project's built executables are: `$BLUESKYD_BIN_DIR` (set by `make test`), or the
-/// directory of the running test bundle (SwiftPM puts both in the same build directory).
+/// Where the project's built executables are: `$BLUESKYD_BIN_DIR` (set by `make test` and
+/// `make bench`), or the directory of the running test bundle or bench (SwiftPM puts them all in
+/// the same build directory).
 public enum Binaries {
     public static var directory: String {
         if let dir = ProcessInfo.processInfo.environment["BLUESKYD_BIN_DIR"], !dir.isEmpty { return dir }
