@@ -1,4 +1,4 @@
-import BlueskyTesting
+import DaemonHarness
 import Foundation
 import JSONRPC
 
