@@ -121,7 +121,7 @@ let package = Package(
         .testTarget(name: "BlueskyStoreTests", dependencies: [
             "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
-        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"]),
+        .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [
             "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),

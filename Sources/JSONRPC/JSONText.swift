@@ -9,12 +9,13 @@ public struct JSONText: Sendable, Hashable {
     public let bytes: [UInt8]
 
     /// Checks that `bytes` is one valid JSON text (RFC 8259, UTF-8) without building it.
+    ///
+    /// Accepts exactly what ``JSONValue/parse(_:)`` accepts: the same scanner reads both, so
+    /// the same depth limit, numbers of any size, and repeated keys.
     public init(validating bytes: [UInt8]) throws(JSONParseError) {
         try bytes.withUnsafeBufferPointer { buffer throws(JSONParseError) in
             var parser = JSONParser(buffer)
-            try parser.skipValue(depth: 0)
-            parser.skipWhitespace()
-            guard parser.position == buffer.count else { throw parser.error("unexpected data after the JSON value") }
+            try parser.scanText(JSONSkipper.self)
         }
         var oneLine = bytes
         if oneLine.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
@@ -39,84 +40,32 @@ public struct JSONText: Sendable, Hashable {
 
     /// The value this text holds.
     public var value: JSONValue {
-        // Checked at init, so it parses; a text too large for a Double still reads as one.
+        // Checked at init, and the parser accepts what the validator does: this cannot fail.
         (try? JSONValue.parse(bytes)) ?? .null
     }
 }
 
+/// The validator's sink: builds nothing, so checking a text allocates nothing per value.
+enum JSONSkipper: JSONSink {
+    typealias Value = Void
+    typealias Members = Void
+    typealias Elements = Void
+
+    static var decodesStrings: Bool { false }
+    static func literal(_ value: JSONValue) {}
+    static func number(_ literal: UnsafeBufferPointer<UInt8>) {}
+    static func string(_ string: String) {}
+    static func emptyMembers() {}
+    static func add(_ key: String, _ value: Void, to members: inout Void) {}
+    static func object(_ members: Void) {}
+    static func emptyElements() {}
+    static func append(_ value: Void, to elements: inout Void) {}
+    static func array(_ elements: Void) {}
+}
+
 extension JSONParser {
-    /// Moves past one value, checking it as `parseValue` does but building nothing.
+    /// Moves past one value, `depth` containers deep, checking it as ``parseValue(depth:)`` does.
     mutating func skipValue(depth: Int) throws(JSONParseError) {
-        skipWhitespace()
-        guard position < bytes.count else { throw error("unexpected end of input") }
-        switch bytes[position] {
-        case UInt8(ascii: "{"): try skipContainer(closing: UInt8(ascii: "}"), depth: depth + 1)
-        case UInt8(ascii: "["): try skipContainer(closing: UInt8(ascii: "]"), depth: depth + 1)
-        case UInt8(ascii: "\""): try skipString()
-        case UInt8(ascii: "t"): try expectLiteral("true")
-        case UInt8(ascii: "f"): try expectLiteral("false")
-        case UInt8(ascii: "n"): try expectLiteral("null")
-        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try scanNumber()
-        default: throw error("unexpected character")
-        }
-    }
-
-    /// An object (`"key": value` members) or an array (values), up to `closing`.
-    private mutating func skipContainer(closing: UInt8, depth: Int) throws(JSONParseError) {
-        guard depth <= JSONValue.maximumDepth else { throw error("nesting deeper than \(JSONValue.maximumDepth)") }
-        let isObject = closing == UInt8(ascii: "}")
-        position += 1
-        skipWhitespace()
-        if position < bytes.count, bytes[position] == closing {
-            position += 1
-            return
-        }
-        while true {
-            if isObject {
-                skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw error("expected a string key") }
-                try skipString()
-                skipWhitespace()
-                guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected ':'") }
-                position += 1
-            }
-            try skipValue(depth: depth)
-            skipWhitespace()
-            guard position < bytes.count else { throw error("unexpected end of input") }
-            switch bytes[position] {
-            case UInt8(ascii: ","): position += 1
-            case closing: position += 1; return
-            default: throw error(isObject ? "expected ',' or '}'" : "expected ',' or ']'")
-            }
-        }
-    }
-
-    /// A string: its escapes checked as the parser reads them, its bytes as UTF-8.
-    private mutating func skipString() throws(JSONParseError) {
-        position += 1
-        let start = position
-        var sawNonASCII = false
-        var scratch: [UInt8] = []
-        while position < bytes.count {
-            let byte = bytes[position]
-            switch byte {
-            case UInt8(ascii: "\""):
-                if sawNonASCII, String(validating: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self) == nil {
-                    throw error("invalid UTF-8 in string")
-                }
-                position += 1
-                return
-            case UInt8(ascii: "\\"):
-                position += 1
-                scratch.removeAll(keepingCapacity: true)
-                try appendEscape(to: &scratch)
-            case 0..<0x20:
-                throw error("control character in string")
-            default:
-                if byte >= 0x80 { sawNonASCII = true }
-                position += 1
-            }
-        }
-        throw error("unterminated string")
+        try scanValue(JSONSkipper.self, depth: depth)
     }
 }

@@ -38,7 +38,7 @@ extension JSONValue {
     }
 
     static func appendNumber(_ n: Double, to output: inout [UInt8]) {
-        if n.rounded() == n, abs(n) < JSONParser.largestWrittenInteger {
+        if n.rounded() == n, abs(n) < JSONBuilder.largestWrittenInteger {
             output.append(contentsOf: String(Int64(n)).utf8)
         } else if n.isFinite {
             output.append(contentsOf: n.description.utf8)

@@ -80,10 +80,13 @@ extension JSONValue: Codable {
         case .array(let a): try container.encode(a)
         case .object(let o): try container.encode(o)
         case .verbatim(let text):
-            // An integer literal reads back as the same .verbatim: encoding its value again
+            // A number literal reads back as the same .verbatim: encoding its value again
             // would recurse until the stack runs out.
             if let digits = text.integerLiteral {
                 try Self.encodeInteger(digits, in: &container)
+            } else if let first = text.bytes.first, first == UInt8(ascii: "-") || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) {
+                // Beyond a Double's range (1e999): JSONEncoder refuses the infinity.
+                try container.encode(Double(String(decoding: text.bytes, as: UTF8.self)) ?? .infinity)
             } else {
                 try container.encode(text.value)
             }

@@ -29,7 +29,7 @@ struct JSONValueCodingTests {
 
     @Test("malformed JSON is refused with where it went wrong", arguments: [
         "", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "01", "1.", "-", "tru", "\"unterminated",
-        "\"bad \\x escape\"", "\"\\ud800 alone\"", "\"ctl \u{1} raw\"", "1 2", "{'a':1}", "NaN", "1e999",
+        "\"bad \\x escape\"", "\"\\ud800 alone\"", "\"ctl \u{1} raw\"", "1 2", "{'a':1}", "NaN",
     ])
     func malformed(text: String) {
         #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(text.utf8)) }
@@ -63,6 +63,8 @@ struct JSONValueCodingTests {
         #expect(RPCID(json: value["edge"]!) == .largeInteger("9007199254740993"))
         #expect(RPCID(json: value["small"]!) == .number(8_999_999_999_999_999))
         #expect(RPCID(json: value["gap"]!) == .largeInteger("9005000000000001"), "between the writer's range and 2^53")
-        #expect(throws: JSONParseError.self) { try JSONValue.parse(Array(("1" + String(repeating: "0", count: 400) + ".5").utf8)) }
+        // Beyond a Double's range with a fraction too: kept as written (JSONGrammarTests).
+        let beyond = "1" + String(repeating: "0", count: 400) + ".5"
+        #expect(try JSONValue.parse(Array(beyond.utf8)) == .verbatim(try JSONText(validating: Array(beyond.utf8))))
     }
 }
