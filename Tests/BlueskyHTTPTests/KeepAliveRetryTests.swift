@@ -59,6 +59,25 @@ struct KeepAliveRetryTests {
         await server.stop()
     }
 
+    @Test("a reset after the request was read: a query is answered from a new connection, a createRecord fails")
+    func resetIsJudgedLikeAClose() async throws {
+        let server = try await ScriptedHTTPServer.start()
+        let http = try client()
+        let target = "/xrpc/app.bsky.actor.getProfile?actor=alice"
+        #expect(text(try await http.send(OutboundRequest(url: url(server, "/reset-next")))) == "ok")
+        #expect(text(try await http.send(OutboundRequest(url: url(server, target)))) == "GET \(target) 2 ")
+        #expect(server.receipts("GET", target) == 2)
+
+        #expect(text(try await http.send(OutboundRequest(url: url(server, "/reset-next")))) == "ok")
+        await #expect(throws: HTTPError.mayHaveBeenReceived(url(server, Self.createRecord).absoluteString)) {
+            _ = try await http.send(createRecord(server))
+        }
+        #expect(server.receipts("POST", Self.createRecord) == 1)
+        #expect(server.connections == 2)
+        await http.shutdown()
+        await server.stop()
+    }
+
     @Test("a createRecord meant for a connection the server had already closed goes to a new one, once")
     func unsentProcedureIsSentOnce() async throws {
         let server = try await ScriptedHTTPServer.start()

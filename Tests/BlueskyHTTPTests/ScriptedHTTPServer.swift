@@ -2,6 +2,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A plain-http server on 127.0.0.1 whose answers depend on the path, for testing how a
 /// client treats keep-alive, closes, slow and oversized answers:
@@ -13,6 +16,7 @@ import Synchronization
 /// - `/slow`: as `/echo`, 50 ms later (so that concurrent requests overlap);
 /// - `/swallow-next`: 200, then the next request on that connection is read in full (and
 ///   counted) and the connection closed unanswered: the server may have acted on it;
+/// - `/reset-next`: as `/swallow-next`, but the connection is reset (RST) instead of closed;
 /// - `/hold`: 200, and the connection is kept for ``closeHeld()``.
 ///
 /// Every request read in full is counted by method and target (``receipts(_:_:)``), so that
@@ -89,6 +93,7 @@ private final class ScriptedHandler: ChannelInboundHandler {
     private var body: [UInt8] = []
     private var dropNext = false
     private var swallowNext = false
+    private var resetNext = false
 
     init(connectionNumber: Int, state: ScriptedHTTPServer.State) {
         self.connectionNumber = connectionNumber
@@ -110,8 +115,11 @@ private final class ScriptedHandler: ChannelInboundHandler {
             guard let requestHead = head else { return }
             head = nil
             state.received.withLock { $0["\(requestHead.method.rawValue) \(requestHead.uri)", default: 0] += 1 }
-            if swallowNext {
-                context.close(promise: nil)
+            if swallowNext || resetNext {
+                // A linger time of zero makes the close a reset.
+                let linger = resetNext ? (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) : nil
+                let channel = context.channel
+                (linger ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
                 return
             }
             if requestHead.uri == "/slow" {
@@ -142,6 +150,9 @@ private final class ScriptedHandler: ChannelInboundHandler {
             text = "ok"
         case "/swallow-next":
             swallowNext = true
+            text = "ok"
+        case "/reset-next":
+            resetNext = true
             text = "ok"
         case "/hold":
             let channel = context.channel
