@@ -2,6 +2,9 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A plain-http server on 127.0.0.1 whose answers depend on the path, for testing how a
 /// client treats keep-alive, closes, slow and oversized answers:
@@ -10,47 +13,73 @@ import Synchronization
 /// - `/drop-next`: 200, then the next request on that connection is dropped unanswered
 ///   (the server's idle close racing a request);
 /// - `/big`: 200 with a 4,096-byte body; `/silent`: never answers;
-/// - `/slow`: as `/echo`, 50 ms later (so that concurrent requests overlap).
+/// - `/slow`: as `/echo`, 50 ms later (so that concurrent requests overlap);
+/// - `/swallow-next`: 200, then the next request on that connection is read in full (and
+///   counted) and the connection closed unanswered: the server may have acted on it;
+/// - `/reset-next`: as `/swallow-next`, but the connection is reset (RST) instead of closed;
+/// - `/hold`: 200, and the connection is kept for ``closeHeld()``.
+///
+/// Every request read in full is counted by method and target (``receipts(_:_:)``), so that
+/// a test can tell from this side how often a request arrived.
 final class ScriptedHTTPServer: Sendable {
+    /// What the connections' handlers share with the test.
+    fileprivate final class State: Sendable {
+        let accepted = Atomic<Int>(0)
+        let received = Mutex<[String: Int]>([:])
+        let held = Mutex<[any Channel]>([])
+    }
+
     private let channel: any Channel
-    private let accepted = Atomic<Int>(0)
+    private let state: State
     let port: Int
 
-    private init(channel: any Channel) {
+    private init(channel: any Channel, state: State) {
         self.channel = channel
+        self.state = state
         port = channel.localAddress?.port ?? 0
     }
 
     static func start() async throws -> ScriptedHTTPServer {
-        let counter = Box()
+        let state = State()
         let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                let number = counter.next()
+                let number = state.accepted.add(1, ordering: .relaxed).newValue
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                    try channel.pipeline.syncOperations.addHandler(ScriptedHandler(connectionNumber: number))
+                    try channel.pipeline.syncOperations.addHandler(ScriptedHandler(connectionNumber: number, state: state))
                 }
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        let server = ScriptedHTTPServer(channel: channel)
-        counter.server = server
-        return server
+        return ScriptedHTTPServer(channel: channel, state: state)
     }
 
     /// Connections accepted so far.
-    var connections: Int { accepted.load(ordering: .relaxed) }
+    var connections: Int { state.accepted.load(ordering: .relaxed) }
+
+    /// How many `method target` requests were read in full, answered or not.
+    func receipts(_ method: String, _ target: String) -> Int {
+        state.received.withLock { $0["\(method) \(target)", default: 0] }
+    }
+
+    /// Closes the connections kept by `/hold` and returns, once they are closed, the client's
+    /// port of each (its end of the connection).
+    func closeHeld() async -> [Int] {
+        let channels = state.held.withLock { held in
+            defer { held.removeAll() }
+            return held
+        }
+        var ports: [Int] = []
+        for channel in channels {
+            if let port = channel.remoteAddress?.port { ports.append(port) }
+            try? await channel.close()
+        }
+        return ports
+    }
 
     func stop() async {
         try? await channel.close()
-    }
-
-    fileprivate func countConnection() -> Int { accepted.add(1, ordering: .relaxed).newValue }
-
-    private final class Box: @unchecked Sendable {
-        weak var server: ScriptedHTTPServer?
-        func next() -> Int { server?.countConnection() ?? 0 }
     }
 }
 
@@ -59,12 +88,16 @@ private final class ScriptedHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let connectionNumber: Int
+    private let state: ScriptedHTTPServer.State
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var dropNext = false
+    private var swallowNext = false
+    private var resetNext = false
 
-    init(connectionNumber: Int) {
+    init(connectionNumber: Int, state: ScriptedHTTPServer.State) {
         self.connectionNumber = connectionNumber
+        self.state = state
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -81,6 +114,14 @@ private final class ScriptedHandler: ChannelInboundHandler {
         case .end:
             guard let requestHead = head else { return }
             head = nil
+            state.received.withLock { $0["\(requestHead.method.rawValue) \(requestHead.uri)", default: 0] += 1 }
+            if swallowNext || resetNext {
+                // A linger time of zero makes the close a reset.
+                let linger = resetNext ? (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) : nil
+                let channel = context.channel
+                (linger ?? context.eventLoop.makeSucceededVoidFuture()).whenComplete { _ in channel.close(promise: nil) }
+                return
+            }
             if requestHead.uri == "/slow" {
                 let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
                 context.eventLoop.scheduleTask(in: .milliseconds(50)) {
@@ -106,6 +147,16 @@ private final class ScriptedHandler: ChannelInboundHandler {
             text = "bye"
         case "/drop-next":
             dropNext = true
+            text = "ok"
+        case "/swallow-next":
+            swallowNext = true
+            text = "ok"
+        case "/reset-next":
+            resetNext = true
+            text = "ok"
+        case "/hold":
+            let channel = context.channel
+            state.held.withLock { $0.append(channel) }
             text = "ok"
         default:
             text = "\(request.method.rawValue) \(request.uri) \(connectionNumber) " + String(decoding: body, as: UTF8.self)

@@ -3,8 +3,13 @@ import NIOHTTP1
 
 /// Why one exchange on a keep-alive connection failed, before it becomes an ``HTTPError``.
 enum HTTP1ExchangeFailure: Error {
-    /// The connection closed before any byte of the answer arrived: on a reused connection
-    /// this is the server's idle close racing our request, and the request may be sent again.
+    /// The connection was found closed before any byte of the request was written: the server
+    /// cannot have seen it, so it may go to another connection whatever its method.
+    case notSent
+    /// The connection closed or was reset after the request was written (perhaps only in part)
+    /// and before any byte of the answer. On a reused connection this is usually the server's
+    /// idle close crossing our request, but the server may also have received it and acted on
+    /// it: only an idempotent request may be sent again (see ``allowsRetry(of:)``).
     case closedBeforeResponse
     case closedMidResponse
     case bodyTooLarge
@@ -48,8 +53,14 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     /// Writes `head` (and `body`) and completes `promise` with the answer.
     func start(head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int, timeout: TimeAmount,
                promise: EventLoopPromise<InboundResponse>) {
-        guard let context, context.channel.isActive, pending == nil else {
-            promise.fail(HTTP1ExchangeFailure.closedBeforeResponse)
+        guard let context, pending == nil else {
+            promise.fail(HTTP1ExchangeFailure.notSent)
+            return
+        }
+        // Checked before the first byte goes out: a close seen only afterwards is ambiguous.
+        guard context.channel.isActive, !Self.peerHasClosed(context.channel) else {
+            promise.fail(HTTP1ExchangeFailure.notSent)
+            context.close(promise: nil)
             return
         }
         let deadline = context.eventLoop.scheduleTask(in: timeout) { [weak self] () -> Void in
@@ -116,7 +127,8 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        fail(.transport(error), close: true)
+        // A reset is the server going away as surely as a close is, and judged the same way.
+        fail(Self.isReset(error) ? .closedBeforeResponse : .transport(error), close: true)
     }
 
     /// Ends the exchange in progress, if any; a half-received answer is never passed on.

@@ -48,9 +48,10 @@ final class HTTP1LoopPool: @unchecked Sendable {
         self.limits = limits
     }
 
-    /// Sends one request and collects its answer. A reused connection that the server closed
-    /// before answering (its idle timeout racing the request) gets the request once more on
-    /// another connection: the server never saw it.
+    /// Sends one request and collects its answer. When a reused connection fails before any
+    /// answer (the server's idle close racing the request), the request goes once more to
+    /// another connection if it provably never left, or if it is idempotent; a procedure that
+    /// may have reached the server fails instead (``HTTP1ExchangeFailure/allowsRetry(of:)``).
     func execute(origin: HTTP1Origin, head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int,
                  timeout: TimeAmount) -> EventLoopFuture<InboundResponse> {
         loop.preconditionInEventLoop()
@@ -66,7 +67,8 @@ final class HTTP1LoopPool: @unchecked Sendable {
             connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes,
                                      timeout: max(deadline - .now(), .zero), promise: promise)
             return promise.futureResult.flatMapError { error in
-                guard reused, mayRetry, case HTTP1ExchangeFailure.closedBeforeResponse = error else {
+                guard reused, mayRetry, let failure = error as? HTTP1ExchangeFailure,
+                      failure.allowsRetry(of: head.method) else {
                     return self.loop.makeFailedFuture(error)
                 }
                 return self.attempt(origin: origin, head: head, body: body, maxBodyBytes: maxBodyBytes,

@@ -12,6 +12,12 @@ import NIOSSL
 /// machinery a full client pays per request (most of blueskyd's added latency on a small
 /// machine). It applies the same ``HTTPPolicy``, trust anchors and body limit as
 /// ``OutboundHTTP``, follows no redirects, and does not pipeline.
+///
+/// When a kept connection turns out closed, a request goes once more to a new connection only
+/// if it provably never left (the close was known before its first byte was written) or its
+/// method is idempotent (GET, HEAD, OPTIONS, TRACE, PUT, DELETE). A procedure that may have
+/// reached the server fails with ``HTTPError/mayHaveBeenReceived(_:)`` instead: sending a
+/// `createRecord` twice would create two records.
 public final class KeepAliveHTTPClient: HTTPFetching {
     public struct Configuration: Sendable {
         public var policy: HTTPPolicy
@@ -79,7 +85,7 @@ public final class KeepAliveHTTPClient: HTTPFetching {
         do {
             return try await future.get()
         } catch {
-            throw Self.httpError(error, url: url, limit: limit)
+            throw Self.httpError(error, url: url, method: head.method, limit: limit)
         }
     }
 
@@ -113,11 +119,13 @@ public final class KeepAliveHTTPClient: HTTPFetching {
                                uri: HTTP1Origin.requestTarget(of: url), headers: headers)
     }
 
-    static func httpError(_ error: any Error, url: URL, limit: Int) -> HTTPError {
+    static func httpError(_ error: any Error, url: URL, method: HTTPMethod, limit: Int) -> HTTPError {
         let shown = OutboundHTTP.redacted(url)
         switch error as? HTTP1ExchangeFailure {
         case .timedOut: return .timedOut(shown)
         case .bodyTooLarge: return .bodyTooLarge(shown, limit: limit)
+        case .notSent: return .unreachable(shown, reason: "the server closed the connection before the request was sent")
+        case .closedBeforeResponse where !method.isIdempotent: return .mayHaveBeenReceived(shown)
         case .closedBeforeResponse: return .unreachable(shown, reason: "the server closed the connection")
         case .closedMidResponse: return .unreachable(shown, reason: "the server closed the connection mid-answer")
         case .transport(let underlying): return .unreachable(shown, reason: String(describing: underlying))
