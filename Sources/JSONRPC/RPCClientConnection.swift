@@ -89,6 +89,9 @@ public final class RPCClientConnection {
         return response.outcome
     }
 
+    /// The socket, for a client that waits on many connections at once with poll(2).
+    public var fileDescriptor: Int32 { fd }
+
     /// From now on reads wait as long as it takes (an event stream may be quiet for hours).
     public func waitForeverOnReads() throws {
         var forever = timeval(tv_sec: 0, tv_usec: 0)
