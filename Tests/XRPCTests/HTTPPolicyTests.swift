@@ -26,7 +26,7 @@ struct HTTPPolicyTests {
         let http = try OutboundHTTP(.init(connectTimeout: .seconds(2)))
         await withTearDown { try? await http.shutdown() } run: {
             // Port 9 on loopback: nothing listens there, so the connection is refused at once.
-            do {
+            do throws(HTTPError) {
                 _ = try await http.send(OutboundRequest(url: URL(string: "https://127.0.0.1:9/xrpc/a.b.c?secret=1")!))
                 Issue.record("nothing listens on port 9")
             } catch {
