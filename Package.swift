@@ -127,7 +127,7 @@ let package = Package(
         ] + nio),
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
         .testTarget(name: "BlueskyDaemonTests", dependencies: [
-            "BlueskyDaemon", "BlueskyHTTP", "JSONRPC", "ATOAuth", "XRPC", "BlueskyStore",
+            "BlueskyDaemon", "BlueskyHTTP", "JSONRPC", "ATOAuth", "XRPC", "BlueskyStore", "BlueskyTesting",
         ]),
         .testTarget(name: "ATTestbedTests", dependencies: [
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",

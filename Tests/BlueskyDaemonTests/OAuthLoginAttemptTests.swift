@@ -1,5 +1,6 @@
 import ATOAuth
 @testable import BlueskyDaemon
+import BlueskyTesting
 import Foundation
 import Testing
 
@@ -20,17 +21,18 @@ struct OAuthLoginAttemptTests {
     @Test("waiting times out with nil, even with a timeout shorter than the registration; the outcome reaches every waiter")
     func waitAndFinish() async throws {
         let attempt = try await Self.attempt()
-        defer { Task { await attempt.listener?.close() } }
-        for _ in 0..<50 { #expect(await attempt.wait(timeout: .nanoseconds(1)) == nil) }
-        let id = UUID()
-        async let first = attempt.wait(timeout: .seconds(30))
-        async let second = attempt.wait(timeout: .seconds(30))
-        #expect(attempt.claim())
-        #expect(!attempt.claim(), "one callback finishes a login")
-        attempt.finish(.success(id))
-        #expect(await first == .success(id))
-        #expect(await second == .success(id))
-        attempt.finish(.failure(.cancelled))
-        #expect(await attempt.wait(timeout: .seconds(1)) == .success(id), "the first outcome stays")
+        await withTearDown { await attempt.listener?.close() } run: {
+            for _ in 0..<50 { #expect(await attempt.wait(timeout: .nanoseconds(1)) == nil) }
+            let id = UUID()
+            async let first = attempt.wait(timeout: .seconds(30))
+            async let second = attempt.wait(timeout: .seconds(30))
+            #expect(attempt.claim())
+            #expect(!attempt.claim(), "one callback finishes a login")
+            attempt.finish(.success(id))
+            #expect(await first == .success(id))
+            #expect(await second == .success(id))
+            attempt.finish(.failure(.cancelled))
+            #expect(await attempt.wait(timeout: .seconds(1)) == .success(id), "the first outcome stays")
+        }
     }
 }

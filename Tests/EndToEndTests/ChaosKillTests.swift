@@ -14,43 +14,43 @@ struct ChaosKillTests {
         let kills = ProcessInfo.processInfo.environment["BLUESKYD_CHAOS_KILLS"].flatMap(Int.init) ?? 30
         // 3-second tokens refreshed about every 2.2 s; each refresh answers 150 ms after the
         // server rotated the tokens, the window a kill can fall into.
-        let fixture = try await EndToEndFixture(
+        try await EndToEndFixture.with(
             names: ["ana", "ben", "cat", "dan"], accessTokenLifetime: .seconds(3), logLevel: "info",
             configureTestbed: {
                 $0.oauthAccessTokenLifetime = .seconds(3)
                 $0.refreshLatency = .milliseconds(150)
-            })
-        defer { Task { await fixture.tearDown() } }
-        let testbed = fixture.testbed
-        let oauth = Array(fixture.accounts.prefix(2)), appPassword = Array(fixture.accounts.suffix(2))
-        for account in oauth { _ = try await fixture.oauthLogin(account.did, browser: fixture.browser) }
-        for account in appPassword {
-            let login = try await fixture.bskyctl(["login", account.handle, "--app-password"], stdin: account.appPassword + "\n")
-            try #require(login.status == 0, "\(login.stderr)")
-        }
+            }) { fixture in
+            let testbed = fixture.testbed
+            let oauth = Array(fixture.accounts.prefix(2)), appPassword = Array(fixture.accounts.suffix(2))
+            for account in oauth { _ = try await fixture.oauthLogin(account.did, browser: fixture.browser) }
+            for account in appPassword {
+                let login = try await fixture.bskyctl(["login", account.handle, "--app-password"], stdin: account.appPassword + "\n")
+                try #require(login.status == 0, "\(login.stderr)")
+            }
 
-        var tally = Tally()
-        for _ in 0..<kills {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 0..<2500)))
-            try await fixture.restartDaemon(crash: true)
-            tally.kills += 1
-            try await settleAndCheck(fixture, oauth: oauth, appPassword: appPassword, tally: &tally, wait: false)
-        }
-        try await Task.sleep(for: .seconds(4))
-        try await settleAndCheck(fixture, oauth: oauth, appPassword: appPassword, tally: &tally, wait: true)
+            var tally = Tally()
+            for _ in 0..<kills {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 0..<2500)))
+                try await fixture.restartDaemon(crash: true)
+                tally.kills += 1
+                try await settleAndCheck(fixture, oauth: oauth, appPassword: appPassword, tally: &tally, wait: false)
+            }
+            try await Task.sleep(for: .seconds(4))
+            try await settleAndCheck(fixture, oauth: oauth, appPassword: appPassword, tally: &tally, wait: true)
 
-        let replays = oauth.map { testbed.oauthStats(did: $0.did).refreshTokenReplays }.reduce(0, +)
-        let reuses = appPassword.map { testbed.stats(did: $0.did).refreshTokenReuses }.reduce(0, +)
-        let refreshes = oauth.map { testbed.oauthStats(did: $0.did).refreshes }.reduce(0, +)
-            + appPassword.map { testbed.stats(did: $0.did).refreshes }.reduce(0, +)
-        print("chaos: \(tally.kills) kills, \(refreshes) refreshes, \(tally.explainedOAuthLosses) OAuth sessions lost inside "
-              + "the window (explained), \(tally.unexplainedLosses) lost outside it, \(tally.appPasswordLosses) app-password "
-              + "accounts lost, \(reuses) app-password tokens recovered within the grace period")
-        #expect(tally.unexplainedLosses == 0)
-        #expect(tally.appPasswordLosses == 0)
-        #expect(replays == tally.explainedOAuthLosses, "each replay the testbed saw is a loss blueskyd explained")
-        for account in appPassword { #expect(testbed.stats(did: account.did).rejectedRefreshes == 0, "\(account.handle)") }
-        #expect(refreshes > kills / 2, "the kills fell among refreshes")
+            let replays = oauth.map { testbed.oauthStats(did: $0.did).refreshTokenReplays }.reduce(0, +)
+            let reuses = appPassword.map { testbed.stats(did: $0.did).refreshTokenReuses }.reduce(0, +)
+            let refreshes = oauth.map { testbed.oauthStats(did: $0.did).refreshes }.reduce(0, +)
+                + appPassword.map { testbed.stats(did: $0.did).refreshes }.reduce(0, +)
+            print("chaos: \(tally.kills) kills, \(refreshes) refreshes, \(tally.explainedOAuthLosses) OAuth sessions lost inside "
+                  + "the window (explained), \(tally.unexplainedLosses) lost outside it, \(tally.appPasswordLosses) app-password "
+                  + "accounts lost, \(reuses) app-password tokens recovered within the grace period")
+            #expect(tally.unexplainedLosses == 0)
+            #expect(tally.appPasswordLosses == 0)
+            #expect(replays == tally.explainedOAuthLosses, "each replay the testbed saw is a loss blueskyd explained")
+            for account in appPassword { #expect(testbed.stats(did: account.did).rejectedRefreshes == 0, "\(account.handle)") }
+            #expect(refreshes > kills / 2, "the kills fell among refreshes")
+        }
     }
 
     struct Tally {

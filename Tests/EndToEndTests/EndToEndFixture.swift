@@ -52,7 +52,21 @@ final class EndToEndFixture: @unchecked Sendable {
         browser = try OAuthBrowser(testbed: testbed)
     }
 
-    /// Stops everything; call at the end of each test.
+    /// A fixture made with these arguments (see `init`) for `body`, torn down (awaited) when
+    /// `body` returns or throws.
+    @discardableResult
+    static func with<T>(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil, logLevel: String = "debug",
+                        daemonArguments: [String] = [], configureTestbed: (inout TestbedConfiguration) -> Void = { _ in },
+                        daemonConfigFile: ((Testbed) -> String)? = nil,
+                        configure: (inout AccountSpec) -> Void = { _ in },
+                        _ body: (EndToEndFixture) async throws -> T) async throws -> T {
+        let fixture = try await EndToEndFixture(names: names, accessTokenLifetime: accessTokenLifetime, logLevel: logLevel,
+                                                daemonArguments: daemonArguments, configureTestbed: configureTestbed,
+                                                daemonConfigFile: daemonConfigFile, configure: configure)
+        return try await withTearDown { await fixture.tearDown() } run: { try await body(fixture) }
+    }
+
+    /// Stops everything; `with` calls it when its body ends.
     func tearDown() async {
         await browser.shutdown()
         await daemon.stop()

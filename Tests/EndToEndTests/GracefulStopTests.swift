@@ -9,93 +9,93 @@ import Testing
 struct GracefulStopTests {
     @Test("SIGTERM in a refresh storm: calls finish or get ShuttingDown, no refresh is cut off, no refresh token is lost or replayed")
     func sigtermDuringRefreshStorm() async throws {
-        let fixture = try await EndToEndFixture(names: ["alice", "bob", "carol", "dave"], accessTokenLifetime: .seconds(2))
-        defer { Task { await fixture.tearDown() } }
-        try await fixture.loginAll()
-        let testbed = fixture.testbed
-        let refreshes = { fixture.accounts.map { testbed.stats(did: $0.did).refreshes }.reduce(0, +) }
+        try await EndToEndFixture.with(names: ["alice", "bob", "carol", "dave"], accessTokenLifetime: .seconds(2)) { fixture in
+            try await fixture.loginAll()
+            let testbed = fixture.testbed
+            let refreshes = { fixture.accounts.map { testbed.stats(did: $0.did).refreshes }.reduce(0, +) }
 
-        // The storm: eight connections asking for refreshes and making calls, on top of the
-        // scheduler's own refreshes of two-second tokens.
-        let before = refreshes()
-        let dids = fixture.accounts.map(\.did)
-        let socket = fixture.daemon.socketPath
-        let storm = Task { await Storm.run(socketPath: socket, dids: dids, connections: 8) }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while refreshes() < before + 12, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        try #require(refreshes() >= before + 12, "the storm is refreshing")
+            // The storm: eight connections asking for refreshes and making calls, on top of the
+            // scheduler's own refreshes of two-second tokens.
+            let before = refreshes()
+            let dids = fixture.accounts.map(\.did)
+            let socket = fixture.daemon.socketPath
+            let storm = Task { await Storm.run(socketPath: socket, dids: dids, connections: 8) }
+            let deadline = ContinuousClock.now + .seconds(30)
+            while refreshes() < before + 12, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+            try #require(refreshes() >= before + 12, "the storm is refreshing")
 
-        let status = await fixture.daemon.stop()
-        let outcomes = await storm.value
-        #expect(status == 0, "a clean stop: \(fixture.daemon.log.suffix(2000))")
-        let log = fixture.daemon.log
-        #expect(log.contains("blueskyd stopped"))
-        #expect(!log.contains("grace period over") && !log.contains("abandoning"), "nothing had to be cut off")
-        #expect(!log.contains("closing the account store failed"), "the store closed cleanly")
-        #expect(outcomes.replies["ok", default: 0] > 0, "the storm got answers: \(outcomes)")
-        let unexpected = outcomes.replies.keys.filter { $0 != "ok" && $0 != "ShuttingDown" }
-        #expect(unexpected.isEmpty, "every call finished or was told ShuttingDown: \(outcomes)")
+            let status = await fixture.daemon.stop()
+            let outcomes = await storm.value
+            #expect(status == 0, "a clean stop: \(fixture.daemon.log.suffix(2000))")
+            let log = fixture.daemon.log
+            #expect(log.contains("blueskyd stopped"))
+            #expect(!log.contains("grace period over") && !log.contains("abandoning"), "nothing had to be cut off")
+            #expect(!log.contains("closing the account store failed"), "the store closed cleanly")
+            #expect(outcomes.replies["ok", default: 0] > 0, "the storm got answers: \(outcomes)")
+            let unexpected = outcomes.replies.keys.filter { $0 != "ok" && $0 != "ShuttingDown" }
+            #expect(unexpected.isEmpty, "every call finished or was told ShuttingDown: \(outcomes)")
 
-        for account in fixture.accounts {
-            let stats = testbed.stats(did: account.did)
-            #expect(stats.refreshTokenReuses == 0, "\(account.handle): no refresh token presented twice")
-            #expect(stats.rejectedRefreshes == 0, "\(account.handle): no refresh refused")
-        }
+            for account in fixture.accounts {
+                let stats = testbed.stats(did: account.did)
+                #expect(stats.refreshTokenReuses == 0, "\(account.handle): no refresh token presented twice")
+                #expect(stats.rejectedRefreshes == 0, "\(account.handle): no refresh refused")
+            }
 
-        // After a restart every account still works, and none had a refresh in flight at the stop.
-        try await fixture.restartDaemon()
-        #expect(!fixture.daemon.log.contains("a refresh was in flight when blueskyd stopped"), "\(fixture.daemon.log)")
-        for account in fixture.accounts {
-            let refreshed = try await fixture.bskyctl(["refresh", account.did])
-            #expect(refreshed.status == 0, "\(account.handle) refreshes after the restart: \(refreshed.stderr)")
-            let profile = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(account.did)",
-                                                     "--account", account.did])
-            #expect(profile.status == 0, "\(account.handle) calls after the restart: \(profile.stderr)")
-            let stats = testbed.stats(did: account.did)
-            #expect(stats.refreshTokenReuses == 0 && stats.rejectedRefreshes == 0, "\(account.handle): \(stats)")
+            // After a restart every account still works, and none had a refresh in flight at the stop.
+            try await fixture.restartDaemon()
+            #expect(!fixture.daemon.log.contains("a refresh was in flight when blueskyd stopped"), "\(fixture.daemon.log)")
+            for account in fixture.accounts {
+                let refreshed = try await fixture.bskyctl(["refresh", account.did])
+                #expect(refreshed.status == 0, "\(account.handle) refreshes after the restart: \(refreshed.stderr)")
+                let profile = try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(account.did)",
+                                                         "--account", account.did])
+                #expect(profile.status == 0, "\(account.handle) calls after the restart: \(profile.stderr)")
+                let stats = testbed.stats(did: account.did)
+                #expect(stats.refreshTokenReuses == 0 && stats.rejectedRefreshes == 0, "\(account.handle): \(stats)")
+            }
         }
     }
 
     @Test("at log level trace no token, password or store key reaches the log: login, calls, refreshes, expiry, restart, logout")
     func noSecretsInTheLog() async throws {
         // Passwords no log line could hold by chance (the testbed's default is "password").
-        let fixture = try await EndToEndFixture(accessTokenLifetime: .seconds(3), logLevel: "trace", configure: {
+        try await EndToEndFixture.with(accessTokenLifetime: .seconds(3), logLevel: "trace", configure: {
             $0.password = "main-secret-\(UUID().uuidString)"
-        })
-        defer { Task { await fixture.tearDown() } }
-        let (alice, bob) = (fixture.accounts[0], fixture.accounts[1])
-        let wrong = try await fixture.bskyctl(["login", alice.handle, "--app-password"], stdin: "wrong-\(alice.appPassword)\n")
-        #expect(wrong.status == 1, "a wrong password is refused: \(wrong.stderr)")
-        try await fixture.loginAll()
-        for account in [alice, bob] {
-            #expect(try await fixture.bskyctl(["proxy", "app.bsky.feed.getTimeline", "--account", account.did]).status == 0)
-            #expect(try await fixture.bskyctl(["refresh", account.did]).status == 0)
-        }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while fixture.testbed.stats(did: bob.did).refreshes < 3, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        fixture.testbed.advanceClock(by: .seconds(4))
-        #expect(try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"]).status == 0)
-        try await fixture.restartDaemon()
-        #expect(try await fixture.bskyctl(["logout", bob.handle]).status == 0)
-        await fixture.daemon.stop()
+        }) { fixture in
+            let (alice, bob) = (fixture.accounts[0], fixture.accounts[1])
+            let wrong = try await fixture.bskyctl(["login", alice.handle, "--app-password"], stdin: "wrong-\(alice.appPassword)\n")
+            #expect(wrong.status == 1, "a wrong password is refused: \(wrong.stderr)")
+            try await fixture.loginAll()
+            for account in [alice, bob] {
+                #expect(try await fixture.bskyctl(["proxy", "app.bsky.feed.getTimeline", "--account", account.did]).status == 0)
+                #expect(try await fixture.bskyctl(["refresh", account.did]).status == 0)
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while fixture.testbed.stats(did: bob.did).refreshes < 3, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            fixture.testbed.advanceClock(by: .seconds(4))
+            #expect(try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"]).status == 0)
+            try await fixture.restartDaemon()
+            #expect(try await fixture.bskyctl(["logout", bob.handle]).status == 0)
+            await fixture.daemon.stop()
 
-        let directory = fixture.directory.path
-        let logs = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".log") }
-        try #require(logs.count == 2, "one log per daemon run: \(logs)")
-        let text = try logs.map { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }.joined()
-        #expect(text.contains("nsid=app.bsky.feed.getTimeline") && text.contains("outcome=refreshed"),
-                "the log is the verbose one, with calls and refreshes in it")
-        #expect(!text.contains("eyJ"), "no JWT (access or refresh token)")
-        #expect(!text.contains(LogRedactionMarker.text), "no code path even tried to log a token")
-        for account in [alice, bob] {
-            #expect(!text.contains(account.appPassword) && !text.contains(account.password), "no password of \(account.handle)")
-        }
-        let key = try #require(FileManager.default.contents(atPath: fixture.daemon.stateDirectory + "/store.key"))
-        for form in [key.base64EncodedString(), key.map { String(format: "%02x", $0) }.joined(),
-                     String(decoding: key, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)] where form.count >= 16 {
-            #expect(!text.contains(form), "no store key")
+            let directory = fixture.directory.path
+            let logs = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".log") }
+            try #require(logs.count == 2, "one log per daemon run: \(logs)")
+            let text = try logs.map { try String(contentsOfFile: directory + "/" + $0, encoding: .utf8) }.joined()
+            #expect(text.contains("nsid=app.bsky.feed.getTimeline") && text.contains("outcome=refreshed"),
+                    "the log is the verbose one, with calls and refreshes in it")
+            #expect(!text.contains("eyJ"), "no JWT (access or refresh token)")
+            #expect(!text.contains(LogRedactionMarker.text), "no code path even tried to log a token")
+            for account in [alice, bob] {
+                #expect(!text.contains(account.appPassword) && !text.contains(account.password), "no password of \(account.handle)")
+            }
+            let key = try #require(FileManager.default.contents(atPath: fixture.daemon.stateDirectory + "/store.key"))
+            for form in [key.base64EncodedString(), key.map { String(format: "%02x", $0) }.joined(),
+                         String(decoding: key, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)] where form.count >= 16 {
+                #expect(!text.contains(form), "no store key")
+            }
         }
     }
 }

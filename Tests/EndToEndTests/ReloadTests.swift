@@ -11,25 +11,25 @@ struct ReloadTests {
         defer { settings.remove() }
         let config = settings.file("blueskyd.toml")
         try "refresh_ahead_seconds = 60\n".write(toFile: config, atomically: true, encoding: .utf8)
-        let fixture = try await EndToEndFixture(names: ["gina"], daemonArguments: ["--config", config])
-        defer { Task { await fixture.tearDown() } }
-        try await fixture.loginAll()
+        try await EndToEndFixture.with(names: ["gina"], daemonArguments: ["--config", config]) { fixture in
+            try await fixture.loginAll()
 
-        func nextRefresh() async throws -> Date? {
-            let text = try await fixture.daemon.call("daemon.status")["nextRefreshAt"]?.stringValue
-            return text.flatMap { try? Date($0, strategy: .iso8601) }
+            func nextRefresh() async throws -> Date? {
+                let text = try await fixture.daemon.call("daemon.status")["nextRefreshAt"]?.stringValue
+                return text.flatMap { try? Date($0, strategy: .iso8601) }
+            }
+            let before = try #require(try await nextRefresh(), "an account is scheduled")
+            try "refresh_ahead_seconds = 600\n".write(toFile: config, atomically: true, encoding: .utf8)
+            kill(fixture.daemon.pid, SIGHUP)
+            let deadline = ContinuousClock.now + .seconds(10)
+            var after = before
+            while after == before, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(50))
+                after = try await nextRefresh() ?? before
+            }
+            let moved = before.timeIntervalSince(after)
+            // Lead times carry up to 20 % jitter: 60-72 s before, 600-720 s after.
+            #expect(moved > 526 && moved < 662, "the next refresh came 528 to 660 s earlier, not \(moved) s")
         }
-        let before = try #require(try await nextRefresh(), "an account is scheduled")
-        try "refresh_ahead_seconds = 600\n".write(toFile: config, atomically: true, encoding: .utf8)
-        kill(fixture.daemon.pid, SIGHUP)
-        let deadline = ContinuousClock.now + .seconds(10)
-        var after = before
-        while after == before, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            after = try await nextRefresh() ?? before
-        }
-        let moved = before.timeIntervalSince(after)
-        // Lead times carry up to 20 % jitter: 60-72 s before, 600-720 s after.
-        #expect(moved > 526 && moved < 662, "the next refresh came 528 to 660 s earlier, not \(moved) s")
     }
 }

@@ -1,4 +1,5 @@
 import BlueskyHTTP
+import BlueskyTesting
 import Foundation
 import Testing
 
@@ -23,15 +24,16 @@ struct HTTPPolicyTests {
     @Test("an unreachable server is a transient failure naming the URL, without its query")
     func unreachable() async throws {
         let http = try OutboundHTTP(.init(connectTimeout: .seconds(2)))
-        defer { Task { try? await http.shutdown() } }
-        // Port 9 on loopback: nothing listens there, so the connection is refused at once.
-        do {
-            _ = try await http.send(OutboundRequest(url: URL(string: "https://127.0.0.1:9/xrpc/a.b.c?secret=1")!))
-            Issue.record("nothing listens on port 9")
-        } catch {
-            #expect(error.isTransient)
-            #expect(error.description.contains("https://127.0.0.1:9/xrpc/a.b.c"))
-            #expect(!error.description.contains("secret"))
+        await withTearDown { try? await http.shutdown() } run: {
+            // Port 9 on loopback: nothing listens there, so the connection is refused at once.
+            do throws(HTTPError) {
+                _ = try await http.send(OutboundRequest(url: URL(string: "https://127.0.0.1:9/xrpc/a.b.c?secret=1")!))
+                Issue.record("nothing listens on port 9")
+            } catch {
+                #expect(error.isTransient)
+                #expect(error.description.contains("https://127.0.0.1:9/xrpc/a.b.c"))
+                #expect(!error.description.contains("secret"))
+            }
         }
     }
 }
