@@ -74,20 +74,3 @@ final class EventListener: @unchecked Sendable {
 
     func close() { connection.close() }
 }
-
-extension EndToEndFixture {
-    /// A fixture for `body`, torn down (awaited) whether `body` returns or throws.
-    static func with<T>(names: [String] = ["alice", "bob"], accessTokenLifetime: Duration? = nil,
-                        configure: @escaping (inout AccountSpec) -> Void = { _ in },
-                        _ body: (EndToEndFixture) async throws -> T) async throws -> T {
-        let fixture = try await EndToEndFixture(names: names, accessTokenLifetime: accessTokenLifetime, configure: configure)
-        do {
-            let result = try await body(fixture)
-            await fixture.tearDown()
-            return result
-        } catch {
-            await fixture.tearDown()
-            throw error
-        }
-    }
-}
