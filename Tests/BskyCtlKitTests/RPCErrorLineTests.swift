@@ -16,7 +16,7 @@ struct RPCErrorLineTests {
     }
 
     /// The statuses scripts rely on; every other name exits 1.
-    static let statuses: [DaemonErrorName: ExitStatus] = [
+    static let statuses: [DaemonErrorName: BskyCtlKit.ExitStatus] = [
         .permissionDenied: .permissionDenied, .shuttingDown: .daemonUnavailable, .invalidParams: .usage,
     ]
 
@@ -26,7 +26,7 @@ struct RPCErrorLineTests {
         for context in [RequestContext(), RequestContext(account: "alice.test"), RequestContext(identifier: "bob.test")] {
             let failure = CtlFailure.from(error, context: context)
             #expect(failure.message.hasPrefix(error.message), "\(failure.message)")
-            #expect(failure.status == Self.statuses[name, default: .requestFailed])
+            #expect(failure.status == Self.statuses[name, default: BskyCtlKit.ExitStatus.requestFailed])
             #expect(failure.status.rawValue == name.exitStatus)
         }
     }

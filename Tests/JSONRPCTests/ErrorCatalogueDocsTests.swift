@@ -68,7 +68,8 @@ struct ErrorCatalogueDocsTests {
         #expect(error.code == name.code && error.name == name.rawValue && error.catalogueName == name)
         #expect(Set(error.data.keys) == Set(name.dataFields.map(\.rawValue) + ["name"]))
         #expect(!error.message.isEmpty && !error.message.contains("\n"))
-        for field in name.fields { #expect(error.message.contains("v-\(field.rawValue)"), "\(field) is in the message") }
+        // Every value shows in the message, but InvalidParams's `field`: its detail names it in words.
+        for field in name.fields where field != .field { #expect(error.message.contains("v-\(field.rawValue)"), "\(field) is in the message") }
         // A reply read back from the wire names the same entry.
         #expect(RPCError(json: error.json) == error)
     }
