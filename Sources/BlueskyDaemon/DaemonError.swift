@@ -1,7 +1,8 @@
 import Foundation
 import JSONRPC
 
-/// Everything a daemon method can fail with, each mapped onto one stable JSON-RPC error.
+/// Everything a daemon method can fail with, each mapped onto one stable JSON-RPC error of the
+/// catalogue (`DaemonErrorName`, which holds the codes, data fields and messages).
 public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case accountNotFound(String)
     case noDefaultAccount
@@ -32,49 +33,36 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     public var rpcError: RPCError {
         switch self {
         case .accountNotFound(let ref):
-            RPCError(code: -32001, name: "AccountNotFound", message: "no account matches '\(ref)'",
-                     extra: ["account": .string(ref)])
+            RPCError(.accountNotFound, [.account: .string(ref)])
         case .noDefaultAccount:
-            RPCError(code: -32002, name: "NoDefaultAccount",
-                     message: "no account was named and there is no default account")
+            RPCError(.noDefaultAccount)
         case .needsLogin(let id, let reason):
-            RPCError(code: -32003, name: "NeedsLogin",
-                     message: "account \(id.uuidString.lowercased()) needs a new login: \(reason)",
-                     extra: ["account": .string(id.uuidString.lowercased()), "reason": .string(reason)])
+            RPCError(.needsLogin, [.account: .string(id.uuidString.lowercased()), .reason: .string(reason)])
         case .authFactorTokenRequired(let message):
-            RPCError(code: -32004, name: "AuthFactorTokenRequired",
-                     message: "the server sent a sign-in code by email; call again with authFactorToken (\(message))")
+            RPCError(.authFactorTokenRequired, [.detail: .string(message)])
         case .authenticationFailed(let reason):
-            RPCError(code: -32005, name: "AuthenticationFailed", message: "login refused: \(reason)",
-                     extra: ["reason": .string(reason)])
+            RPCError(.authenticationFailed, [.reason: .string(reason)])
         case .identityResolutionFailed(let reason):
-            RPCError(code: -32006, name: "IdentityResolutionFailed", message: "cannot resolve identity: \(reason)",
-                     extra: ["reason": .string(reason)])
+            RPCError(.identityResolutionFailed, [.reason: .string(reason)])
         case .upstreamUnavailable(let reason, let retryAfter):
-            RPCError(code: -32007, name: "UpstreamUnavailable",
-                     message: "the server is unavailable: \(reason)" + (retryAfter.map { "; next try in \(Self.seconds($0)) s" } ?? ""),
-                     extra: retryAfter.map { ["reason": .string(reason), "retryAfter": .number(Double(Self.seconds($0)))] }
-                         ?? ["reason": .string(reason)])
+            RPCError(.upstreamUnavailable, [.reason: .string(reason)]
+                .merging(retryAfter.map { [.retryAfter: .number(Double(Self.seconds($0)))] } ?? [:]) { $1 })
         case .accountExists(let id):
-            RPCError(code: -32008, name: "AccountExists",
-                     message: "that account is already registered as \(id.uuidString.lowercased())",
-                     extra: ["account": .string(id.uuidString.lowercased())])
+            RPCError(.accountExists, [.account: .string(id.uuidString.lowercased())])
         case .invalidParams(let detail, let field):
             .invalidParams(detail, field: field)
         case .shuttingDown:
-            RPCError(code: -32009, name: "ShuttingDown", message: "blueskyd is shutting down")
+            .shuttingDown
         case .methodNotFound(let method):
             .methodNotFound(method)
         case .internalError(let detail):
             .internalError(detail)
         case .oauthLogin(let failure):
-            RPCError(code: -32010, name: failure.name, message: failure.message)
+            failure.rpcError
         case .alreadySubscribed:
-            RPCError(code: -32012, name: "AlreadySubscribed",
-                     message: "this connection is already subscribed to events; call events.unsubscribe first")
+            RPCError(.alreadySubscribed)
         case .notConfidentialClient:
-            RPCError(code: -32011, name: "NotConfidentialClient",
-                     message: "blueskyd is not configured as a confidential OAuth client (oauth_client_auth = \"private_key_jwt\"), so it has no signing key")
+            RPCError(.notConfidentialClient)
         }
     }
 }

@@ -91,14 +91,14 @@ struct LoginCommand: ParsableCommand {
         let context = RequestContext(identifier: identifier)
 
         var outcome = try client.callForResult("accounts.add", addParams(password: password, token: fileToken))
-        if case .failure(let error) = outcome, error.name == "AuthFactorTokenRequired", fileToken == nil {
+        if case .failure(let error) = outcome, error.catalogueName == .authFactorTokenRequired, fileToken == nil {
             let token = try promptForSignInCode()
             // A fresh connection: reading the email may take longer than the daemon keeps an idle one.
             outcome = try connection.connect().callForResult("accounts.add", addParams(password: password, token: token))
         }
         switch outcome {
         case .failure(let error):
-            if error.name == "AuthFactorTokenRequired" {
+            if error.catalogueName == .authFactorTokenRequired {
                 throw .requestFailed("the server did not accept the sign-in code; run bskyctl login again to get a new one")
             }
             throw CtlFailure.from(error, context: context)

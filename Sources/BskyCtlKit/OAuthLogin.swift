@@ -51,9 +51,9 @@ struct OAuthLogin {
         }
         switch outcome {
         case .failure(let error):
-            if error.name == "OAuthLoginTimeout" { cancel(loginID) }
+            if error.catalogueName == .oauthLoginTimeout { cancel(loginID) }
             // Ctrl-C: the waiting call may end (cancelled) before the handler's own exit.
-            if error.name == "OAuthLoginCancelled" { exit(130) }
+            if error.catalogueName == .oauthLoginCancelled { exit(130) }
             throw CtlFailure.from(error, context: context)
         case .success(let result):
             if command.output.json { return Console.printLine(result.prettyPrinted) }

@@ -14,80 +14,73 @@ public struct RequestContext: Sendable, Equatable {
 }
 
 extension CtlFailure {
-    /// Turns a JSON-RPC error reply into one friendly line and an exit status.
+    /// Turns a JSON-RPC error reply into one line and an exit status.
     ///
-    /// The line is built from the stable `data.name` (see docs/PROTOCOL.md); unknown names fall
-    /// back to the daemon's own message, which is already meant for people.
+    /// The line is the daemon's own message, followed by what only bskyctl can add: the command
+    /// to run next. Both are keyed on the catalogue's names (`DaemonErrorName`); a name this
+    /// bskyctl does not know (a newer daemon's) shows the message alone.
     public static func from(_ error: RPCError, context: RequestContext = RequestContext()) -> CtlFailure {
         CtlFailure(friendlyMessage(for: error, context: context), status: exitStatus(for: error))
     }
 
-    /// The exit status for an RPC error: 77 for PermissionDenied, 69 for ShuttingDown, 64 when
-    /// the daemon found the arguments bad (InvalidParams: a bad NSID, handle or input), else 1.
+    /// The exit status for an RPC error, from the catalogue: 77 for PermissionDenied, 69 for
+    /// ShuttingDown, 64 when the daemon found the arguments bad (InvalidParams), else 1.
     public static func exitStatus(for error: RPCError) -> ExitStatus {
-        switch error.name {
-        case "PermissionDenied": .permissionDenied
-        case "ShuttingDown": .daemonUnavailable
-        case "InvalidParams": .usage
-        default: .requestFailed
-        }
+        error.catalogueName.flatMap { ExitStatus(rawValue: $0.exitStatus) } ?? .requestFailed
     }
 
-    /// The line shown for an RPC error (without the `bskyctl: ` prefix).
+    /// The line shown for an RPC error (without the `bskyctl: ` prefix): the daemon's message,
+    /// then `; ` and bskyctl's hint when it has one.
     public static func friendlyMessage(for error: RPCError, context: RequestContext = RequestContext()) -> String {
-        let reason = error.data["reason"]?.stringValue?.singleLine
-        let because = reason.map { ": \($0)" } ?? ""
-        switch error.name {
-        case "AccountNotFound":
-            if let account = context.account { return "no account matches '\(account)'" }
-            return "no account matches: \(error.message)"
-        case "NoDefaultAccount":
-            return "no account was named and there is no default account; name one, or choose a default with: bskyctl use <account>"
-        case "NeedsLogin":
-            let who = needsLoginName(error: error, context: context)
-            return "account \(who) needs to log in again\(because); run: bskyctl login \(who) (add --app-password for an app-password account)"
-        case "AuthFactorTokenRequired":
-            return "the server emailed a sign-in code; run bskyctl login in a terminal to enter it, or pass --auth-factor-token-file FILE"
-        case "AuthenticationFailed":
-            let who = context.identifier.map { " for '\($0)'" } ?? ""
-            return "login failed\(who): wrong identifier or app password\(because)"
-        case "IdentityResolutionFailed":
-            let who = context.identifier ?? context.account
-            return "could not resolve \(who.map { "'\($0)'" } ?? "the handle or DID")\(because)"
-        case "UpstreamUnavailable":
-            if let identifier = context.identifier {
-                // A login: no account was stored or changed, and the server may be the
-                // authorization server rather than the PDS.
-                return "could not log in '\(identifier)': a server could not be reached or failed\(because); nothing was changed, try again later"
-            }
-            let wait = error.data["retryAfter"]?.intValue.map { "; the next try is in \($0) s (bskyctl refresh --force tries now)" } ?? ""
-            return "the account's server could not be reached or failed\(because); the account is kept\(wait)"
-        case "AccountExists":
-            let existing = existingAccountID(error.data["account"]).map { " as account \($0)" } ?? ""
-            return "that account is already registered\(existing); remove it first with: bskyctl logout <account>"
-        case "ShuttingDown":
-            return "blueskyd is shutting down; try again once it is running"
-        case "PermissionDenied":
-            return "permission denied: this blueskyd serves only its own user"
-        case "MethodNotFound":
-            let method = error.data["method"]?.stringValue
-            return method.map { "blueskyd has no method '\($0)'" } ?? error.message
-        case "InternalError":
-            return "\(error.message) (a bug in blueskyd: please report it)"
-        default:
+        guard let name = error.catalogueName, let hint = hint(for: name, error: error, context: context) else {
             return error.message
         }
+        return "\(error.message); \(hint)"
     }
 
-    private static func needsLoginName(error: RPCError, context: RequestContext) -> String {
-        // Prefer a handle the daemon names, then what the user typed, then a placeholder.
-        if let handle = error.data["handle"]?.stringValue { return handle }
-        if let handle = error.data["account"]?["handle"]?.stringValue { return handle }
-        return context.account ?? "<handle>"
-    }
-
-    private static func existingAccountID(_ value: JSONValue?) -> String? {
-        guard let value else { return nil }
-        return value.stringValue ?? value["id"]?.stringValue
+    /// What a terminal user needs besides the daemon's message, which cannot know bskyctl's
+    /// commands or what the user typed. Nil when the message says it all.
+    static func hint(for name: DaemonErrorName, error: RPCError, context: RequestContext) -> String? {
+        switch name {
+        case .accountNotFound:
+            return "bskyctl accounts lists the accounts"
+        case .noDefaultAccount:
+            return "name one, or choose a default with: bskyctl use <account>"
+        case .needsLogin:
+            // What the user typed logs in again; the daemon sends only the account's UUID.
+            let who = context.account ?? "<handle>"
+            return "run: bskyctl login \(who) (add --app-password for an app-password account)"
+        case .authFactorTokenRequired:
+            return "bskyctl login asks for it in a terminal, or reads it from --auth-factor-token-file FILE"
+        case .authenticationFailed:
+            let who = context.identifier.map { " '\($0)'" } ?? ""
+            return "check the identifier\(who) and the app password"
+        case .identityResolutionFailed:
+            return (context.identifier ?? context.account).map { "check the handle or DID '\($0)'" }
+        case .upstreamUnavailable:
+            if error[.retryAfter] != nil { return "bskyctl refresh --force tries now" }
+            // A login stores nothing; any other call leaves the account as it was.
+            return context.identifier == nil ? "the account is kept, try again later" : "nothing was changed, try again later"
+        case .accountExists:
+            let existing = error[.account]?.stringValue ?? "<account>"
+            return "remove it first with: bskyctl logout \(existing)"
+        case .shuttingDown:
+            return "try again once it is running"
+        case .methodNotFound:
+            return "bskyctl and blueskyd may be of different versions"
+        case .internalError:
+            return "a bug in blueskyd: please report it"
+        case .notConfidentialClient:
+            return "see blueskyd.toml(5)"
+        case .oauthLoginTimeout:
+            return "start again with: bskyctl login \(context.identifier ?? "<handle>")"
+        case .parseError, .invalidRequest, .lineTooLong, .emptyBatch, .invalidParams, .permissionDenied,
+             .alreadySubscribed, .oauthLoginNotFound, .oauthInvalidIdentifier, .oauthMetadataInvalid,
+             .oauthStateUnknown, .oauthStateReused, .oauthIssuerMismatch, .oauthCallbackInvalid,
+             .oauthAuthorizationDenied, .oauthSubjectMismatch, .oauthTokenResponseInvalid,
+             .oauthIssuerNotAuthoritative, .oauthServerRefused, .oauthServerUnavailable,
+             .oauthCallbackListenerUnavailable, .oauthLoginCancelled, .oauthLoginExpired:
+            return nil
+        }
     }
 }

@@ -70,7 +70,7 @@ public final class RPCClientConnection {
             // request got through: its refusal may still be waiting to be read.
             if let line = try? readLineBytes(), let value = try? JSONValue.parse(line),
                let response = RPCResponse(json: value), case .failure(let error) = response.outcome,
-               error.name == "PermissionDenied" {
+               error.catalogueName == .permissionDenied {
                 throw RPCClientError.permissionDenied(socketPath)
             }
             throw RPCClientError.connectionClosed
@@ -79,7 +79,7 @@ public final class RPCClientConnection {
         guard let value = try? JSONValue.parse(line), let response = RPCResponse(json: value) else {
             throw RPCClientError.malformedReply("not a JSON-RPC reply object")
         }
-        if case .failure(let error) = response.outcome, error.name == "PermissionDenied" {
+        if case .failure(let error) = response.outcome, error.catalogueName == .permissionDenied {
             throw RPCClientError.permissionDenied(socketPath)
         }
         // A null id is how the server answers a line it could not attribute to a request.

@@ -1,11 +1,16 @@
 /// A JSON-RPC 2.0 error object: a standard `code`, a one-line `message` for people and a
 /// stable `data.name` for scripts (see docs/PROTOCOL.md for the table).
+///
+/// blueskyd builds its errors from the catalogue, `RPCError(DaemonErrorName, values)`, so that
+/// a name always comes with its code, data fields and message.
 public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
     public var code: Int
     public var message: String
     /// Always an object holding at least `"name"`.
     public var data: [String: JSONValue]
 
+    /// An error as sent by any peer, known name or not (to build blueskyd's own, use the
+    /// catalogue's initializer).
     public init(code: Int, name: String, message: String, extra: [String: JSONValue] = [:]) {
         self.code = code
         self.message = message
@@ -32,24 +37,24 @@ public struct RPCError: Error, Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+// The generic errors any method or the framing can answer with.
 extension RPCError {
     public static func parseError(_ detail: String) -> RPCError {
-        RPCError(code: -32700, name: "ParseError", message: "parse error: \(detail)")
+        RPCError(.parseError, [.detail: .string(detail)])
     }
-    public static func invalidRequest(_ detail: String, name: String = "InvalidRequest") -> RPCError {
-        RPCError(code: -32600, name: name, message: "invalid request: \(detail)")
+    public static func invalidRequest(_ detail: String) -> RPCError {
+        RPCError(.invalidRequest, [.detail: .string(detail)])
     }
     public static func methodNotFound(_ method: String) -> RPCError {
-        RPCError(code: -32601, name: "MethodNotFound", message: "no such method: \(method)", extra: ["method": .string(method)])
+        RPCError(.methodNotFound, [.method: .string(method)])
     }
     public static func invalidParams(_ detail: String, field: String? = nil) -> RPCError {
-        RPCError(code: -32602, name: "InvalidParams", message: "invalid params: \(detail)",
-                 extra: field.map { ["field": .string($0)] } ?? [:])
+        var values: [DaemonErrorName.Field: JSONValue] = [.detail: .string(detail)]
+        if let field { values[.field] = .string(field) }
+        return RPCError(.invalidParams, values)
     }
     public static func internalError(_ detail: String) -> RPCError {
-        RPCError(code: -32603, name: "InternalError", message: "internal error: \(detail)")
+        RPCError(.internalError, [.detail: .string(detail)])
     }
-    public static let permissionDenied = RPCError(
-        code: -32000, name: "PermissionDenied",
-        message: "permission denied: this blueskyd serves only its own user")
+    public static let permissionDenied = RPCError(.permissionDenied)
 }

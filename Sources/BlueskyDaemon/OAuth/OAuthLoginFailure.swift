@@ -39,51 +39,53 @@ public enum OAuthLoginFailure: Error, Sendable, Equatable {
     /// The login took longer than the server allows.
     case expired
 
-    public var name: String {
+    /// The catalogue's name for this failure (all share code -32010).
+    public var errorName: DaemonErrorName {
         switch self {
-        case .loginNotFound: "OAuthLoginNotFound"
-        case .invalidIdentifier: "OAuthInvalidIdentifier"
-        case .metadataInvalid: "OAuthMetadataInvalid"
-        case .stateUnknown: "OAuthStateUnknown"
-        case .stateReused: "OAuthStateReused"
-        case .issuerMismatch: "OAuthIssuerMismatch"
-        case .callbackInvalid: "OAuthCallbackInvalid"
-        case .authorizationDenied: "OAuthAuthorizationDenied"
-        case .subjectMismatch: "OAuthSubjectMismatch"
-        case .tokenResponseInvalid: "OAuthTokenResponseInvalid"
-        case .issuerNotAuthoritative: "OAuthIssuerNotAuthoritative"
-        case .serverRefused: "OAuthServerRefused"
-        case .serverUnavailable: "OAuthServerUnavailable"
-        case .callbackListenerUnavailable: "OAuthCallbackListenerUnavailable"
-        case .timedOut: "OAuthLoginTimeout"
-        case .cancelled: "OAuthLoginCancelled"
-        case .expired: "OAuthLoginExpired"
+        case .loginNotFound: .oauthLoginNotFound
+        case .invalidIdentifier: .oauthInvalidIdentifier
+        case .metadataInvalid: .oauthMetadataInvalid
+        case .stateUnknown: .oauthStateUnknown
+        case .stateReused: .oauthStateReused
+        case .issuerMismatch: .oauthIssuerMismatch
+        case .callbackInvalid: .oauthCallbackInvalid
+        case .authorizationDenied: .oauthAuthorizationDenied
+        case .subjectMismatch: .oauthSubjectMismatch
+        case .tokenResponseInvalid: .oauthTokenResponseInvalid
+        case .issuerNotAuthoritative: .oauthIssuerNotAuthoritative
+        case .serverRefused: .oauthServerRefused
+        case .serverUnavailable: .oauthServerUnavailable
+        case .callbackListenerUnavailable: .oauthCallbackListenerUnavailable
+        case .timedOut: .oauthLoginTimeout
+        case .cancelled: .oauthLoginCancelled
+        case .expired: .oauthLoginExpired
         }
     }
 
-    public var message: String {
+    /// What the catalogue builds this failure's message from.
+    private var values: [DaemonErrorName.Field: JSONValue] {
         switch self {
-        case .loginNotFound(let id): "no OAuth login in progress has the id \(id)"
-        case .invalidIdentifier(let text): "'\(text)' is neither a handle, a DID nor an http(s) URL"
-        case .metadataInvalid(let reason): "the server's OAuth metadata is unusable: \(reason)"
-        case .stateUnknown: "the redirect's state matches no login in progress"
-        case .stateReused: "the redirect's state was already used: this login link was opened twice"
-        case .issuerMismatch(let expected, let actual):
-            "the redirect comes from issuer \(actual), but the login was started with \(expected)"
-        case .callbackInvalid(let reason): "the redirect is unusable: \(reason)"
-        case .authorizationDenied(let reason): "the authorization was refused: \(reason)"
-        case .subjectMismatch(let expected, let actual): "the server logged in \(actual), not \(expected)"
-        case .tokenResponseInvalid(let reason): "the token answer is unusable: \(reason)"
-        case .issuerNotAuthoritative(let issuer, let expected):
-            "the tokens come from \(issuer), but the account's PDS trusts only \(expected)"
-        case .serverRefused(let reason): "the authorization server refused: \(reason)"
-        case .serverUnavailable(let reason): "a server the login needs could not be reached or failed: \(reason); nothing was stored, try again later"
-        case .callbackListenerUnavailable(let reason): "cannot listen for the browser's redirect: \(reason)"
-        case .timedOut: "nobody completed the login in time"
-        case .cancelled: "the login was cancelled"
-        case .expired: "the login took too long; start it again"
+        case .loginNotFound(let id): [.loginID: .string(id)]
+        case .invalidIdentifier(let text): [.identifier: .string(text)]
+        case .issuerMismatch(let expected, let actual), .subjectMismatch(let expected, let actual):
+            [.expected: .string(expected), .actual: .string(actual)]
+        case .issuerNotAuthoritative(let issuer, let expected): [.issuer: .string(issuer), .expected: .string(expected)]
+        case .metadataInvalid(let detail), .callbackInvalid(let detail), .authorizationDenied(let detail),
+             .tokenResponseInvalid(let detail), .serverRefused(let detail), .serverUnavailable(let detail),
+             .callbackListenerUnavailable(let detail):
+            [.detail: .string(detail)]
+        case .stateUnknown, .stateReused, .timedOut, .cancelled, .expired: [:]
         }
     }
+
+    /// The stable `data.name`.
+    public var name: String { errorName.rawValue }
+
+    /// The message, as the error carries it (also shown on the browser's redirect page).
+    public var message: String { errorName.message(values) }
+
+    /// The JSON-RPC error this failure is answered with.
+    public var rpcError: RPCError { RPCError(errorName, values) }
 
     /// A verdict on the issuer itself (not a server being unreachable): its metadata breaks the
     /// rules, or it is not the account's authorization server.
