@@ -13,6 +13,7 @@ final class EventListener: @unchecked Sendable {
     private var messages: [JSONValue] = []
     private var rawLines: [String] = []
     private var ended = false
+    private var reading = false
 
     /// - Parameter reading: false leaves the lines in the socket (a subscriber that does not read)
     ///   until `startReading()`.
@@ -24,6 +25,7 @@ final class EventListener: @unchecked Sendable {
     }
 
     func startReading() {
+        lock.withLock { reading = true }
         let thread = Thread { [self] in
             while let line = try? connection.readLineBytes() {
                 let value = try? JSONValue.parse(line)
@@ -33,6 +35,9 @@ final class EventListener: @unchecked Sendable {
                 }
             }
             lock.withLock { ended = true }
+            // Closed here, by the only thread that reads it: closed elsewhere, its number could
+            // be reused by another socket while this thread still reads "its" descriptor.
+            connection.close()
         }
         thread.start()
     }
@@ -72,5 +77,13 @@ final class EventListener: @unchecked Sendable {
 
     func send(_ line: String) throws { try connection.send(rawLine: line) }
 
-    func close() { connection.close() }
+    /// Leaves as a client that goes away does: a reading thread is woken by the shutdown and
+    /// closes the socket itself.
+    func close() {
+        if lock.withLock({ reading }) {
+            shutdown(connection.fileDescriptor, Int32(SHUT_RDWR))
+        } else {
+            connection.close()
+        }
+    }
 }

@@ -236,6 +236,27 @@ struct EventStreamTests {
         }
     }
 
+    @Test("a subscriber that goes away is dropped at the next event; the others go on")
+    func subscriberGoesAway() async throws {
+        try await EndToEndFixture.with(names: ["alice"]) { fixture in
+            let alice = fixture.accounts[0]
+            try await fixture.loginAll()
+            let staying = try EventListener(socketPath: fixture.daemon.socketPath, ["kinds": ["account.refreshed"]])
+            defer { staying.close() }
+            let leaving = try EventListener(socketPath: fixture.daemon.socketPath, ["kinds": ["account.refreshed"]])
+            func subscribers() async throws -> Int? {
+                try await fixture.daemon.call("daemon.status")["events"]?["subscribers"]?.intValue
+            }
+            #expect(try await subscribers() == 2)
+            leaving.close()
+            #expect(try await fixture.bskyctl(["refresh", alice.handle]).status == 0)
+            try await staying.waitFor("account.refreshed")
+            #expect(try await eventually { try await subscribers() == 1 }, "the closed connection's subscription ends")
+            #expect(try await fixture.bskyctl(["refresh", alice.handle]).status == 0)
+            #expect(await eventually { staying.kinds().count == 2 })
+        }
+    }
+
     @Test("profiles: fetched after login, shown by accounts.list and bskyctl accounts, updated when a call writes the record")
     func profiles() async throws {
         try await EndToEndFixture.with(names: ["alice"]) { fixture in
@@ -260,6 +281,20 @@ struct EventStreamTests {
             #expect(profile["avatar"]?.stringValue?.contains("com.atproto.sync.getBlob") == true)
             #expect(profile["avatar"]?.stringValue?.contains("bafkreiavatar1") == true)
             #expect(try await fixture.bskyctl(["accounts"]).stdout.contains("Alice Events"))
+
+            // A PDS that fails the profile read (a 500, then an HTML 502) changes nothing.
+            let updates = raw.notifications.count
+            for html in [false, true] {
+                fixture.testbed.injectFailures(nsid: "com.atproto.repo.getRecord", status: html ? 502 : 500, count: 1,
+                                               error: "InternalServerError", html: html)
+                let refresh = try await fixture.bskyctl(["refresh", alice.handle])
+                #expect(refresh.status == 0, "the refresh itself works: \(refresh.stderr)")
+                let entry = try #require(try await fixture.listedAccounts()[alice.handle])
+                #expect(entry["state"] == "active")
+                #expect(entry["profile"]?["displayName"] == "Alice Events", "the last profile is kept")
+            }
+            #expect(fixture.testbed.requestCount(nsid: "com.atproto.repo.getRecord") >= 2)
+            #expect(raw.notifications.count == updates, "no profileUpdated for a failed read")
             // Kept across a restart.
             try await fixture.restartDaemon()
             #expect(try await fixture.listedAccounts()[alice.handle]?["profile"]?["displayName"] == "Alice Events")
