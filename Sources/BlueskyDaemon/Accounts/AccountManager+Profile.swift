@@ -57,8 +57,9 @@ extension AccountManager {
 
     /// The avatar blob as an https URL of the PDS's `com.atproto.sync.getBlob`.
     private static func avatarURL(_ blob: JSONValue?, did: String, pds: URL) -> String? {
-        guard let cid = blob?["ref"]?["$link"]?.stringValue ?? blob?["cid"]?.stringValue,
-              !cid.isEmpty, cid.utf8.allSatisfy({ $0 < 0x80 && (Character(Unicode.Scalar($0)).isLetter || Character(Unicode.Scalar($0)).isNumber) })
+        // A CID is base32 or base58 text: anything else from a hostile PDS is no link.
+        guard let cid = blob?["ref"]?["$link"]?.stringValue ?? blob?["cid"]?.stringValue, !cid.isEmpty,
+              cid.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })
         else { return nil }
         var components = URLComponents(url: pds.appendingPathComponent("xrpc/com.atproto.sync.getBlob"),
                                        resolvingAgainstBaseURL: false)

@@ -60,10 +60,11 @@ final class AccountRegistry: Sendable {
 
     /// Follows a change of a registered account's record: the census, the handle index (only a
     /// verified handle names an account) and the default. A session removed meanwhile (a
-    /// refresh finishing after a logout) is left out.
-    func recordChanged(_ session: AccountSession, from old: AccountRecord, to new: AccountRecord) {
+    /// refresh finishing after a logout) is left out: false.
+    @discardableResult
+    func recordChanged(_ session: AccountSession, from old: AccountRecord, to new: AccountRecord) -> Bool {
         index.withLock { index in
-            guard index.byID[new.id] === session else { return }
+            guard index.byID[new.id] === session else { return false }
             census.change(from: old, to: new)
             let oldName = old.handleVerified ? old.handle.map(Self.folded) : nil
             let newName = new.handleVerified ? new.handle.map(Self.folded) : nil
@@ -76,11 +77,8 @@ final class AccountRegistry: Sendable {
             } else if old.isDefault, !new.isDefault, index.defaultID == new.id {
                 index.defaultID = nil
             }
+            return true
         }
-    }
-
-    func contains(_ id: UUID) -> Bool {
-        index.withLock { $0.byID[id] != nil }
     }
 
     /// The session named by `reference` (UUID, DID or handle), or the default one when nil.

@@ -58,9 +58,9 @@ extension AccountSession {
     /// The one place a change of the record fans out from: the registry's indexes and counts
     /// follow it, then its events are published.
     func recordDidChange(from old: AccountRecord) {
-        environment.registry.recordChanged(self, from: old, to: record)
+        guard environment.registry.recordChanged(self, from: old, to: record) else { return }
         let changes = AccountChange.between(old, record, newSession: replacingSession, retryAt: retryAt)
-        guard !changes.isEmpty, environment.registry.contains(id) else { return }
+        guard !changes.isEmpty else { return }
         let view = view()
         for change in changes {
             environment.events.publish(change.kind, account: record.eventKeys, view: view, fields: change.fields)

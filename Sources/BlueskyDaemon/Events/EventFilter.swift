@@ -20,13 +20,14 @@ struct EventFilter: Sendable {
         guard let accounts else { return true }
         guard let account = event.account else { return event.kind.isDaemonWide }
         if accounts.contains(account.id.uuidString.lowercased()) || accounts.contains(account.did) { return true }
-        if let handle = account.handle, accounts.contains(Self.folded(handle)) { return true }
+        if let handle = account.handle, accounts.contains(AccountRegistry.folded(handle)) { return true }
         return false
     }
 
+    /// UUIDs in lower case (as events carry them), DIDs as they are, handles as the registry folds them.
     private static func folded(_ reference: String) -> String {
-        let trimmed = reference.hasPrefix("@") ? String(reference.dropFirst()) : reference
-        return trimmed.hasPrefix("did:") ? trimmed : trimmed.lowercased()
+        if reference.hasPrefix("did:") { return reference }
+        return AccountRegistry.folded(reference.hasPrefix("@") ? String(reference.dropFirst()) : reference)
     }
 }
 

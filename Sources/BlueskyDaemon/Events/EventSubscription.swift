@@ -30,6 +30,9 @@ final class EventSubscription: RPCNotificationStream, @unchecked Sendable {
 
     var backlogCount: Int { lock.withLock { backlog.count } }
 
+    /// A connection waits in `nextLines()` for the next event.
+    var isWaiting: Bool { lock.withLock { waiter != nil } }
+
     // MARK: The hub's side (under the hub's lock)
 
     func replay(_ events: [PublishedEvent]) {

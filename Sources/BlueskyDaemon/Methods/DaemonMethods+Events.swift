@@ -12,10 +12,8 @@ extension DaemonMethods {
         let since = try Self.sequenceNumber(params, "since")
         guard !outlet.hasStream else { throw .alreadySubscribed }
         guard let (subscription, latest) = events.subscribe(filter, since: since) else { throw .shuttingDown }
-        guard outlet.start(subscription, after: context.position) else {
-            subscription.cancel()
-            throw .alreadySubscribed
-        }
+        // Refused (another request subscribed meanwhile): `start` cancelled the subscription.
+        guard outlet.start(subscription, after: context.position) else { throw .alreadySubscribed }
         return ["subscribed": true, "seq": .number(Double(latest))]
     }
 
