@@ -65,7 +65,7 @@ final class HTTP1LoopPool: @unchecked Sendable {
         acquire(origin, deadline: deadline).flatMap { connection, reused in
             let promise = self.loop.makePromise(of: InboundResponse.self)
             connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes,
-                                     timeout: max(deadline - .now(), .zero), promise: promise)
+                                     timeout: max(deadline - .now(), .zero), reused: reused, promise: promise)
             return promise.futureResult.flatMapError { error in
                 guard reused, mayRetry, let failure = error as? HTTP1ExchangeFailure,
                       failure.allowsRetry(of: head.method) else {

@@ -18,7 +18,7 @@ struct HTTP1Origin: Hashable, Sendable {
         port = url.port ?? URLOrigin.defaultPort(scheme: scheme)!
     }
 
-    private var defaultPort: Int { URLOrigin.defaultPort(scheme: isTLS ? "https" : "http")! }
+    private var defaultPort: Int { isTLS ? 443 : 80 }
 
     /// An IPv6 literal (the only hosts with a colon) or a dotted IPv4 address.
     var isIPv6Literal: Bool { host.utf8.contains(UInt8(ascii: ":")) }
