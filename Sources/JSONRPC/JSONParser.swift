@@ -88,15 +88,9 @@ struct JSONParser {
     }
 
     mutating func scanObject<Sink: JSONSink>(_ sink: Sink.Type, depth: Int) throws(JSONParseError) -> Sink.Value {
-        try checkDepth(depth)
-        position += 1
         var members = Sink.emptyMembers()
-        skipWhitespace()
-        if position < bytes.count, bytes[position] == UInt8(ascii: "}") {
-            position += 1
-            return Sink.object(members)
-        }
-        while true {
+        guard try enterContainer(closing: UInt8(ascii: "}"), depth: depth) else { return Sink.object(members) }
+        repeat {
             skipWhitespace()
             guard position < bytes.count, bytes[position] == UInt8(ascii: "\"") else { throw error("expected a string key") }
             let key = try scanString(decoding: Sink.decodesStrings)
@@ -104,34 +98,37 @@ struct JSONParser {
             guard position < bytes.count, bytes[position] == UInt8(ascii: ":") else { throw error("expected ':'") }
             position += 1
             Sink.add(key, try scanValue(sink, depth: depth), to: &members)
-            skipWhitespace()
-            guard position < bytes.count else { throw error("unexpected end of input") }
-            switch bytes[position] {
-            case UInt8(ascii: ","): position += 1
-            case UInt8(ascii: "}"): position += 1; return Sink.object(members)
-            default: throw error("expected ',' or '}'")
-            }
-        }
+        } while try continuesContainer(closing: UInt8(ascii: "}"))
+        return Sink.object(members)
     }
 
     mutating func scanArray<Sink: JSONSink>(_ sink: Sink.Type, depth: Int) throws(JSONParseError) -> Sink.Value {
+        var elements = Sink.emptyElements()
+        guard try enterContainer(closing: UInt8(ascii: "]"), depth: depth) else { return Sink.array(elements) }
+        repeat {
+            Sink.append(try scanValue(sink, depth: depth), to: &elements)
+        } while try continuesContainer(closing: UInt8(ascii: "]"))
+        return Sink.array(elements)
+    }
+
+    /// Steps into a container at its opening bracket; false (and past `closing`) when it is empty.
+    private mutating func enterContainer(closing: UInt8, depth: Int) throws(JSONParseError) -> Bool {
         try checkDepth(depth)
         position += 1
-        var elements = Sink.emptyElements()
         skipWhitespace()
-        if position < bytes.count, bytes[position] == UInt8(ascii: "]") {
-            position += 1
-            return Sink.array(elements)
-        }
-        while true {
-            Sink.append(try scanValue(sink, depth: depth), to: &elements)
-            skipWhitespace()
-            guard position < bytes.count else { throw error("unexpected end of input") }
-            switch bytes[position] {
-            case UInt8(ascii: ","): position += 1
-            case UInt8(ascii: "]"): position += 1; return Sink.array(elements)
-            default: throw error("expected ',' or ']'")
-            }
+        guard position < bytes.count, bytes[position] == closing else { return true }
+        position += 1
+        return false
+    }
+
+    /// After a member or element: true past a ',', false past `closing`.
+    private mutating func continuesContainer(closing: UInt8) throws(JSONParseError) -> Bool {
+        skipWhitespace()
+        guard position < bytes.count else { throw error("unexpected end of input") }
+        switch bytes[position] {
+        case UInt8(ascii: ","): position += 1; return true
+        case closing: position += 1; return false
+        default: throw error("expected ',' or '\(Character(Unicode.Scalar(closing)))'")
         }
     }
 

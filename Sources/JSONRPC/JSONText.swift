@@ -64,7 +64,7 @@ enum JSONSkipper: JSONSink {
 }
 
 extension JSONParser {
-    /// Moves past one value, `depth` containers deep, checking it as ``parseValue(depth:)`` does.
+    /// Moves past one value, `depth` containers deep, checking it as parsing does (the same scanner).
     mutating func skipValue(depth: Int) throws(JSONParseError) {
         try scanValue(JSONSkipper.self, depth: depth)
     }

@@ -72,10 +72,3 @@ enum JSONBuilder: JSONSink {
 
     static func array(_ elements: [JSONValue]) -> JSONValue { .array(elements) }
 }
-
-extension JSONParser {
-    /// Reads one value, `depth` containers deep.
-    mutating func parseValue(depth: Int) throws(JSONParseError) -> JSONValue {
-        try scanValue(JSONBuilder.self, depth: depth)
-    }
-}

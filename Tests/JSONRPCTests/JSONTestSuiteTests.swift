@@ -15,9 +15,6 @@ struct JSONTestSuiteTests {
         "i_number_very_big_negative_int.json", "i_structure_500_nested_arrays.json",
     ]
 
-    /// `y_` or `n_` files whose verdict differs from the suite's, with the reason. None today:
-    /// the deepest `y_` file is well inside ``JSONValue/maximumDepth``.
-    static let exceptions: [String: String] = [:]
 
     static let directory: URL? = Bundle.module.resourceURL?
         .appendingPathComponent("Fixtures/JSONTestSuite/test_parsing", isDirectory: true)
@@ -51,10 +48,6 @@ struct JSONTestSuiteTests {
         case "y_": expected = true
         case "n_": expected = false
         default: expected = Self.acceptedImplementationDefined.contains(file)
-        }
-        if let reason = Self.exceptions[file] {
-            #expect(parserAccepts != expected, "listed as an exception (\(reason)) but now follows the suite")
-            return
         }
         #expect(parserAccepts == expected, "parser: \(parsed)")
 
