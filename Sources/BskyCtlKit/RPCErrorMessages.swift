@@ -59,8 +59,10 @@ extension CtlFailure {
             return (context.identifier ?? context.account).map { "check the handle or DID '\($0)'" }
         case .upstreamUnavailable:
             if error[.retryAfter] != nil { return "bskyctl refresh --force tries now" }
-            // A login stores nothing; any other call leaves the account as it was.
-            return context.identifier == nil ? "the account is kept, try again later" : "nothing was changed, try again later"
+            // A login stores nothing: try again. Any other call leaves the account as it was, but
+            // no blanket "try again": a write whose answer was lost may have been made (the
+            // daemon's message says so), and sending it again could make it twice.
+            return context.identifier == nil ? "the account is kept" : "nothing was changed, try again later"
         case .accountExists:
             let existing = error[.account]?.stringValue ?? "<account>"
             return "remove it first with: bskyctl logout \(existing)"
