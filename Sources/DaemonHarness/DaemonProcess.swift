@@ -104,18 +104,26 @@ public final class DaemonProcess: @unchecked Sendable {
         }
     }
 
-    /// SIGTERM, then waits for the exit status.
+    /// SIGTERM, then waits for the exit status; a daemon still running after `timeout` (its
+    /// unit's TimeoutStopSec) is killed, as systemd would, so a hung stop never hangs the caller.
     @discardableResult
-    public func stop() async -> Int32 {
+    public func stop(timeout: Duration = .seconds(90)) async -> Int32 {
         if process.isRunning { process.terminate() }
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        if !(await exited(within: timeout)) { await crash() }
         return process.terminationStatus
     }
 
     /// SIGKILL: the crash case.
     public func crash() async {
         kill(process.processIdentifier, SIGKILL)
-        while process.isRunning { try? await Task.sleep(for: .milliseconds(20)) }
+        // The kernel ends a killed process at once; only reaping it takes a moment.
+        _ = await exited(within: .seconds(30))
+    }
+
+    private func exited(within timeout: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+        return !process.isRunning
     }
 
     /// Everything the daemon has logged so far.

@@ -34,8 +34,9 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Registered account counts for the memory section, comma-separated.")
     var accountCounts = "1,1000,100000,1000000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
-    @Option(help: "Sections to run, comma-separated: throughput, latency, oauth-throughput, oauth-latency, oauth-nonces, memory, dpop, refresh-capacity.")
-    var sections = "throughput,latency,oauth-throughput,oauth-latency,oauth-nonces,memory,dpop,events,refresh-capacity"
+    @Option(help: ArgumentHelp("Sections to run, comma-separated: \(BenchRun.sectionOrder.joined(separator: ", ")).",
+                               valueName: "sections"))
+    var sections = BenchRun.sectionOrder.joined(separator: ",")
     @Option(help: "Proxied OAuth calls per run of the oauth-nonces section.") var nonceCalls = 10_000
     @Option(help: "Seconds between DPoP nonce rotations at the benchmark's testbed (the reference server: 60).")
     var nonceRotationSeconds = 60

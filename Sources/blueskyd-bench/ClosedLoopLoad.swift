@@ -70,7 +70,7 @@ enum ClosedLoopLoad {
             group.cancelAll()
             return first
         }
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         return Measurement(
             callsPerSecond: Double(endCount - startCount) / seconds, succeeded: endCount - startCount,
             failed: counters.failed.load(ordering: .relaxed),

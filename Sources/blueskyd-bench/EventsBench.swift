@@ -51,7 +51,7 @@ struct EventsBench {
                     for _ in 0..<Self.refreshesPerBlock {
                         _ = try client.call(method: "accounts.refresh", params: ["account": .string(did), "force": true]).get()
                     }
-                    let rate = Double(Self.refreshesPerBlock) / (ContinuousClock.now - start).seconds
+                    let rate = Double(Self.refreshesPerBlock) / (ContinuousClock.now - start).inSeconds
                     if let readers {
                         delivered += readers.stop(expectingAtLeast: Self.refreshesPerBlock)
                         refreshRates.with.append(rate)
@@ -75,7 +75,7 @@ struct EventsBench {
                         guard result["status"]?.intValue == 200 else {
                             throw BenchError.unexpectedReply("xrpc.call returned \(result["status"]?.intValue ?? -1)")
                         }
-                        samples.append((ContinuousClock.now - start).seconds * 1e6)
+                        samples.append((ContinuousClock.now - start).microseconds)
                     }
                     if let readers {
                         delivered += readers.stop(expectingAtLeast: 0)
@@ -95,19 +95,11 @@ struct EventsBench {
     }
 }
 
-extension Duration {
-    var seconds: Double {
-        let (s, atto) = components
-        return Double(s) + Double(atto) / 1e18
-    }
-}
-
 /// Subscribers that read their streams, all on one thread waiting with poll(2), so that the
 /// clients' own cost on this machine's few CPUs stays small beside the daemon's.
 final class EventReaders: @unchecked Sendable {
     private let lock = NSLock()
     private var stopping = false
-    private var lines = 0
     private var newlinesSeen: [Int]
     private let connections: [RPCClientConnection]
     private let done = DispatchSemaphore(value: 0)
@@ -130,10 +122,7 @@ final class EventReaders: @unchecked Sendable {
                     let received = buffer.withUnsafeMutableBytes { recv(polled[index].fd, $0.baseAddress, $0.count, 0) }
                     guard received > 0 else { polled[index].fd = -1; continue }
                     let count = buffer[..<received].reduce(0) { $0 + ($1 == 0x0A ? 1 : 0) }
-                    lock.withLock {
-                        lines += count
-                        newlinesSeen[index] += count
-                    }
+                    lock.withLock { newlinesSeen[index] += count }
                 }
             }
         }.start()
@@ -147,7 +136,7 @@ final class EventReaders: @unchecked Sendable {
         lock.withLock { stopping = true }
         done.wait()
         connections.forEach { $0.close() }
-        return lock.withLock { lines }
+        return lock.withLock { newlinesSeen.reduce(0, +) }
     }
 }
 

@@ -19,11 +19,11 @@ struct SoakLoad {
     let callsPerSecond: Double
     let tally: SoakTally
 
-    /// Sends calls at the rate until `deadline`, then waits (up to `drain`) for the replies.
+    /// Sends calls at the rate until `deadline` (or cancellation), then waits (up to `drain`) for the replies.
     func run(until deadline: ContinuousClock.Instant, drain: Duration = .seconds(30)) async {
         let start = ContinuousClock.now
         var sent = 0
-        while ContinuousClock.now < deadline {
+        while ContinuousClock.now < deadline, !Task.isCancelled {
             let due = Int((ContinuousClock.now - start).inSeconds * callsPerSecond)
             while sent < due {
                 let connection = connections[sent % connections.count]
@@ -38,7 +38,7 @@ struct SoakLoad {
             try? await Task.sleep(for: Self.tick)
         }
         let drainEnd = ContinuousClock.now + drain
-        while tally.inFlight.load(ordering: .relaxed) > 0, ContinuousClock.now < drainEnd {
+        while tally.inFlight.load(ordering: .relaxed) > 0, ContinuousClock.now < drainEnd, !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(50))
         }
     }

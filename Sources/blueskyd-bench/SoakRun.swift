@@ -111,7 +111,11 @@ struct SoakRun {
             let calls = tally.snapshot
             progress.say("soak: \(format(sample.at / 60, 0)) min: \(calls.completed) calls, \(calls.failedByRefresh) failed "
                 + "by refreshing, \(calls.failedOtherwise) otherwise; RSS \(sample.rssKiB.map(mebibytes) ?? "?")")
-            guard daemon.isRunning else { break }
+            guard daemon.isRunning else {
+                // A dead daemon fails every call: the rest of the minutes would measure nothing.
+                loadTask.cancel()
+                break
+            }
             nextSample = nextSample + .seconds(command.sampleSeconds)
         }
         await loadTask.value
