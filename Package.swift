@@ -29,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
     ],
     targets: [
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
@@ -53,6 +54,14 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             logging,
         ]),
+        // The same registry in a PostgreSQL database that several hosts share: leases for
+        // refreshes, LISTEN/NOTIFY for changes, one tenant per Unix user or configured name.
+        .target(name: "PostgresStore", dependencies: [
+            "BlueskyStore", logging,
+            .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ] + nio),
         // The version string both executables and `daemon.info` report (no dependencies).
         .target(name: "BlueskydVersion"),
         // JSON-RPC 2.0 messages and newline framing (Foundation only: bskyctl links it).
@@ -64,7 +73,7 @@ let package = Package(
         .target(name: "SystemdGlue", dependencies: ["CSystemd", logging]),
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
-            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "JSONRPC", "RPCServer", "SystemdGlue",
+            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
             "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -119,7 +128,7 @@ let package = Package(
         .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
         .testTarget(name: "BlueskyStoreTests", dependencies: [
-            "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
+            "BlueskyStore", "PostgresStore", "BlueskyTesting", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [

@@ -44,7 +44,7 @@ public struct Daemon: Sendable {
         defer { withExtendedLifetime(lock) {} }
         let keyFile = stateDirectory.url.appendingPathComponent("store.key")
         let key = try startup(StoreKey.load(keyFile: keyFile))
-        let store = try startup(AccountStore(directory: stateDirectory.url, key: key, logger: logger))
+        let store = try openStore(stateDirectory: stateDirectory, key: key)
         try checkStoreKey(store, keyFile: keyFile)
         let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
         // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
@@ -78,6 +78,9 @@ public struct Daemon: Sendable {
                 events.publish(.daemonStoreAvailable)
             }
         }
+        // Listening starts before loading, so that no change another host makes in between is missed.
+        let storeChanges = AsyncStream.makeStream(of: StoreChange.self)
+        store.observeChanges { storeChanges.continuation.yield($0) }
         do {
             try await accounts.loadAll()
         } catch {
@@ -108,6 +111,7 @@ public struct Daemon: Sendable {
         let group = ServiceGroup(
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
+                StoreChangeService(accounts: accounts, changes: storeChanges.stream),
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
@@ -163,12 +167,12 @@ public struct Daemon: Sendable {
 
     /// A key that does not open the store's secrets (a replaced `store.key`) would fail every
     /// refresh later; say so now, naming the key file, as a configuration error.
-    private func checkStoreKey(_ store: AccountStore, keyFile: URL) throws(DaemonStartupError) {
+    private func checkStoreKey(_ store: any AccountStorage, keyFile: URL) throws(DaemonStartupError) {
         do {
             try store.verifyKey()
         } catch StoreError.secretDoesNotOpen, StoreError.clientKeyDoesNotOpen {
             throw DaemonStartupError(
-                "the store key \(StoreKey.source(keyFile: keyFile)) does not open the secrets in \(store.databasePath) "
+                "the store key \(StoreKey.source(keyFile: keyFile)) does not open the secrets in \(store.location) "
                     + "(was it replaced? put the original key back)", exitCode: .configuration)
         } catch {
             throw DaemonStartupError("cannot check the store key: \(error)")

@@ -18,7 +18,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
          AccountColumn.oauthScope, AccountColumn.oauthSessionStartedAt, AccountColumn.oauthClientKind,
          AccountColumn.oauthClientID, AccountColumn.oauthClientKeyID,
          AccountColumn.profileDisplayName, AccountColumn.profileAvatar, AccountColumn.profileDescription,
-         AccountColumn.profileFetchedAt]
+         AccountColumn.profileFetchedAt, AccountColumn.secretsVersion]
     }
 
     public init(row: Row) throws {
@@ -47,7 +47,8 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
             refreshExpiresAt: Self.date(row[AccountColumn.refreshExpiresAt]),
             refreshStartedAt: Self.date(row[AccountColumn.refreshStartedAt]),
             oauth: try Self.oauth(row),
-            profile: Self.profile(row))
+            profile: Self.profile(row),
+            secretsVersion: row[AccountColumn.secretsVersion])
     }
 
     private static func profile(_ row: Row) -> AccountProfile? {
@@ -102,6 +103,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         container[AccountColumn.profileAvatar] = profile?.avatar
         container[AccountColumn.profileDescription] = profile?.description
         container[AccountColumn.profileFetchedAt] = profile?.fetchedAt.storedSeconds
+        container[AccountColumn.secretsVersion] = secretsVersion
     }
 
     private static func date(_ seconds: Double?) -> Date? {
@@ -150,6 +152,9 @@ enum AccountColumn {
     static let profileAvatar = Column("profile_avatar")
     static let profileDescription = Column("profile_description")
     static let profileFetchedAt = Column("profile_fetched_at")
+    static let secretsVersion = Column("secrets_version")
+    static let leaseOwner = Column("lease_owner")
+    static let leaseExpiresAt = Column("lease_expires_at")
     /// Not part of `AccountRecord`: listing accounts never touches secrets.
     static let sealedSecrets = Column("sealed_secrets")
 }
@@ -158,9 +163,9 @@ extension Date {
     /// How dates are stored: seconds since 2001-01-01 UTC, Foundation's own
     /// representation, so a date read back compares equal to the one written
     /// (converting to seconds since 1970 and back can lose the last bit).
-    var storedSeconds: Double { timeIntervalSinceReferenceDate }
+    package var storedSeconds: Double { timeIntervalSinceReferenceDate }
 
-    init(storedSeconds: Double) {
+    package init(storedSeconds: Double) {
         self.init(timeIntervalSinceReferenceDate: storedSeconds)
     }
 }

@@ -36,6 +36,9 @@ public struct AccountRecord: Sendable, Equatable {
     private var accessExpirySeconds: Double
     private var refreshExpirySeconds: Double
     private var refreshStartSeconds: Double
+    /// Which generation of the sealed secrets this record was read with: every save of new
+    /// tokens adds one, so a host holding an older number knows another has refreshed.
+    public var secretsVersion: Int64
     /// Boxed: app-password records would otherwise each carry the room of an OAuth session.
     private var oauthBox: OAuthSessionBox?
     private var profileBox: AccountProfileBox?
@@ -92,7 +95,8 @@ public struct AccountRecord: Sendable, Equatable {
         refreshExpiresAt: Date? = nil,
         refreshStartedAt: Date? = nil,
         oauth: OAuthSessionInfo? = nil,
-        profile: AccountProfile? = nil
+        profile: AccountProfile? = nil,
+        secretsVersion: Int64 = 1
     ) {
         self.id = id
         self.did = did
@@ -105,6 +109,7 @@ public struct AccountRecord: Sendable, Equatable {
         self.accessExpirySeconds = Self.seconds(accessExpiresAt)
         self.refreshExpirySeconds = Self.seconds(refreshExpiresAt)
         self.refreshStartSeconds = Self.seconds(refreshStartedAt)
+        self.secretsVersion = secretsVersion
         self.oauthBox = oauth.map(OAuthSessionBox.init)
         self.profileBox = profile.map(AccountProfileBox.init)
         self.handleVerified = handleVerified

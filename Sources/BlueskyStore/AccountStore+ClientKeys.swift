@@ -23,7 +23,7 @@ extension StoredClientKey: CustomStringConvertible, CustomDebugStringConvertible
 extension AccountStore {
     /// Sealed client keys carry their own purpose label, so neither an account's blob nor another
     /// key's can be passed off as this one.
-    static func clientKeyAdditionalData(keyID: String) -> Data {
+    package static func clientKeyAdditionalData(keyID: String) -> Data {
         Data("blueskyd/oauth-client-key/v1/".utf8) + Data(keyID.utf8)
     }
 

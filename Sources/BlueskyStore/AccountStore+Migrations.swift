@@ -84,6 +84,17 @@ extension AccountStore {
             }
         }
 
+        migrator.registerMigration("v5-leases") { db in
+            // The generation of the sealed secrets (a fencing number: tokens are saved only over
+            // the generation they were refreshed from) and the refresh lease: the write-ahead
+            // mark's owner and how long it holds. One host uses the same columns as several.
+            try db.alter(table: AccountRecord.databaseTableName) { table in
+                table.add(column: "secrets_version", .integer).notNull().defaults(to: 1)
+                table.add(column: "lease_owner", .text)
+                table.add(column: "lease_expires_at", .double)
+            }
+        }
+
         return migrator
     }
 }

@@ -6,14 +6,19 @@ extension AccountStore {
     /// account): every metadata column but `isDefault`, and the sealed secrets, in ONE durable
     /// transaction. The id stays, and so does the default flag. Nonces of the old session go.
     /// - Throws: `StoreError.unknownAccount`, or `duplicateDID` when another account has the DID.
-    public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) throws {
+    @discardableResult
+    public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) throws -> Int64 {
         let sealed = try sealer.seal(secrets, account: record.id)
-        try performWrite("replacing an account's session") { db in
+        return try performWrite("replacing an account's session") { db in
             try Self.updateMetadata(db, record)
             // New tokens from a login: no refresh of the old ones is in flight any more.
-            try db.execute(sql: "UPDATE account SET sealed_secrets = ?, refresh_started_at = NULL WHERE id = ?",
+            try db.execute(sql: """
+                UPDATE account SET sealed_secrets = ?, secrets_version = secrets_version + 1,
+                    refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE id = ?
+                """,
                            arguments: [sealed, record.id])
             try db.execute(sql: "DELETE FROM dpop_nonce WHERE account_id = ?", arguments: [record.id])
+            return try Int64.fetchOne(db, sql: "SELECT secrets_version FROM account WHERE id = ?", arguments: [record.id]) ?? 0
         }
     }
 

@@ -2,14 +2,6 @@ import Foundation
 import GRDB
 
 extension AccountStore {
-    /// Registers one account with its secrets.
-    ///
-    /// A record inserted with `isDefault == true` takes over as the only default.
-    /// - Throws: `StoreError.duplicateDID` when the DID is already registered.
-    public func insert(_ record: AccountRecord, secrets: AccountSecrets) throws {
-        try insert(contentsOf: [(record, secrets)])
-    }
-
     /// Registers many accounts in one transaction (all or nothing), e.g. for imports
     /// and benchmarks. Sealing happens before the transaction starts, so the writer
     /// is held only for the inserts; callers with very large batches may split them.
@@ -36,9 +28,9 @@ extension AccountStore {
         }
     }
 
-    /// Saves the metadata of an account: everything but the secrets, `isDefault` (which only
-    /// `setDefault(id:)` changes) and the write-ahead refresh mark (which only the refresh
-    /// writes: `markRefreshStarted`, `saveRefreshedSession`, `endRefresh`).
+    /// Saves the metadata of an account: everything but the secrets and their version,
+    /// `isDefault` (which only `setDefault(id:)` changes) and the write-ahead refresh mark
+    /// (which only the refresh writes: `claimRefresh`, `saveRefreshedSession`, `endRefresh`).
     public func update(_ record: AccountRecord) throws {
         try performWrite("updating an account") { db in try Self.updateMetadata(db, record) }
     }
@@ -48,6 +40,7 @@ extension AccountStore {
     /// set or clear a refresh's mark.
     static let unwrittenByMetadataUpdates: Set<String> = [
         AccountColumn.id.name, AccountColumn.isDefault.name, AccountColumn.refreshStartedAt.name,
+        AccountColumn.secretsVersion.name,
     ]
 
     /// Writes every column but the id, `isDefault` and the mark, mapping a missing row and a taken DID or
@@ -66,69 +59,8 @@ extension AccountStore {
         }
     }
 
-    /// Stores the result of a successful token refresh (or a new sign-in) in ONE
-    /// durable transaction: the new secrets, expiries and refresh time; clears the
-    /// write-ahead mark and any failure state.
-    ///
-    /// The writer runs with `synchronous = FULL`, so when this returns the rotated
-    /// tokens are on disk: only then may the daemon use them.
-    public func saveRefreshedSession(
-        id: UUID, secrets: AccountSecrets,
-        accessExpiresAt: Date?, refreshExpiresAt: Date?, at: Date
-    ) throws {
-        let sealed = try sealer.seal(secrets, account: id)
-        try performWrite("saving a refreshed session") { db in
-            try db.execute(
-                sql: """
-                    UPDATE account SET
-                        sealed_secrets = ?, access_expires_at = ?, refresh_expires_at = ?,
-                        last_refresh_at = ?, refresh_started_at = NULL,
-                        state = ?, state_reason = NULL, updated_at = ?
-                    WHERE id = ?
-                    """,
-                arguments: [
-                    sealed, accessExpiresAt?.storedSeconds, refreshExpiresAt?.storedSeconds,
-                    at.storedSeconds, AccountState.active.rawValue, at.storedSeconds, id,
-                ])
-            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
-        }
-    }
-
-    /// Records, durably and before the request is sent, that a refresh of this
-    /// account is in flight. Found set at startup, it means the daemon died
-    /// mid-refresh and the refresh token may already be spent.
-    public func markRefreshStarted(id: UUID, at: Date) throws {
-        try performWrite("marking a refresh as started") { db in
-            try db.execute(
-                sql: "UPDATE account SET refresh_started_at = ?, updated_at = ? WHERE id = ?",
-                arguments: [at.storedSeconds, at.storedSeconds, id])
-            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
-        }
-    }
-
-    /// Records the known outcome of a refresh that did not rotate the tokens: the account's
-    /// state and reason, and the write-ahead mark cleared (the server answered, so the refresh
-    /// token's fate is known).
-    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
-        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
-    }
-
-    /// Sets an account's state and the reason shown to users.
-    /// - Parameter endsRefresh: also clear the write-ahead refresh mark, when the
-    ///   outcome of the refresh is known (e.g. the server refused the refresh token).
-    ///   Leave it false for outcomes that leave the token's fate unknown (timeouts).
-    public func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date(), endsRefresh: Bool = false) throws {
-        try performWrite("changing an account's state") { db in
-            let clearMark = endsRefresh ? ", refresh_started_at = NULL" : ""
-            try db.execute(
-                sql: "UPDATE account SET state = ?, state_reason = ?, updated_at = ?\(clearMark) WHERE id = ?",
-                arguments: [state.rawValue, reason, at.storedSeconds, id])
-            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
-        }
-    }
-
     /// Makes this account the default and every other one not, in one transaction.
-    public func setDefault(id: UUID, at: Date = Date()) throws {
+    public func setDefault(id: UUID, at: Date) throws {
         try performWrite("setting the default account") { db in
             guard try AccountRecord.exists(db, key: id) else { throw StoreError.unknownAccount(id) }
             try Self.clearDefault(db, except: id, at: at)
@@ -139,7 +71,7 @@ extension AccountStore {
     }
 
     /// Leaves no account as the default.
-    public func clearDefault(at: Date = Date()) throws {
+    public func clearDefault(at: Date) throws {
         try performWrite("clearing the default account") { db in
             try Self.clearDefault(db, except: nil, at: at)
         }

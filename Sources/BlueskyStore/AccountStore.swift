@@ -9,7 +9,7 @@ import Logging
 /// Every method is synchronous and runs one short transaction; call them from an
 /// actor or a background task, not from an event loop. Reads run on GRDB's reader
 /// pool and do not wait for writes.
-public final class AccountStore: Sendable {
+public final class AccountStore: AccountStorage {
     /// The database file name inside the store directory.
     public static let databaseFileName = "accounts.sqlite"
 
@@ -20,6 +20,13 @@ public final class AccountStore: Sendable {
     let logger: Logger
     /// Whether writes succeed; the daemon's status shows an outage.
     public let health: StoreHealth
+    /// One writer process: its leases are all `localLeaseOwner`'s.
+    public let leaseOwner = AccountStore.localLeaseOwner
+    /// How long a refresh lease holds. With one host nothing else waits for it; it only says
+    /// how old a mark may be before the mark is stale.
+    let leaseDuration: TimeInterval = 120
+
+    public var location: String { databasePath }
 
     /// Opens (creating if needed) the registry in `directory`.
     ///
@@ -89,6 +96,9 @@ public final class AccountStore: Sendable {
             throw StoreError.database(context: "reading the synchronous mode", reason: "\(error)")
         }
     }
+
+    /// Another host never writes a SQLite store: nothing to hear.
+    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {}
 
     /// Closes the database connections. Further calls throw.
     public func close() throws {

@@ -6,14 +6,16 @@ import Foundation
 /// The additional authenticated data is a purpose/version label plus the
 /// account's 16 raw UUID bytes, so a blob copied into another account's row
 /// (or reused for another purpose) fails authentication instead of opening.
-struct SecretSealer: Sendable {
+package struct SecretSealer: Sendable {
     /// Leading byte of every sealed blob, so the format can evolve.
     static let formatVersion: UInt8 = 1
     static let purposeLabel = Array("blueskyd/account-secrets/v1".utf8)
 
     let key: SymmetricKey
 
-    func seal(_ secrets: AccountSecrets, account: UUID) throws -> Data {
+    package init(key: SymmetricKey) { self.key = key }
+
+    package func seal(_ secrets: AccountSecrets, account: UUID) throws -> Data {
         let plaintext: Data
         do {
             plaintext = try JSONEncoder().encode(secrets)
@@ -26,7 +28,7 @@ struct SecretSealer: Sendable {
         return blob
     }
 
-    func open(_ blob: Data, account: UUID) throws -> AccountSecrets {
+    package func open(_ blob: Data, account: UUID) throws -> AccountSecrets {
         guard let plaintext = open(bytes: blob, additionalData: Self.additionalData(for: account)),
               let secrets = try? JSONDecoder().decode(AccountSecrets.self, from: plaintext) else {
             throw StoreError.secretDoesNotOpen(account: account)
@@ -35,7 +37,7 @@ struct SecretSealer: Sendable {
     }
 
     /// The version byte, then AES-GCM's nonce, ciphertext and tag; nil if AES-GCM fails.
-    func seal(bytes plaintext: Data, additionalData: Data) -> Data? {
+    package func seal(bytes plaintext: Data, additionalData: Data) -> Data? {
         guard let combined = try? AES.GCM.seal(plaintext, using: key, authenticating: additionalData).combined else {
             return nil
         }
@@ -45,7 +47,7 @@ struct SecretSealer: Sendable {
     }
 
     /// The plaintext, or nil when the blob is not of this key and additional data.
-    func open(bytes blob: Data, additionalData: Data) -> Data? {
+    package func open(bytes blob: Data, additionalData: Data) -> Data? {
         guard blob.first == Self.formatVersion, let box = try? AES.GCM.SealedBox(combined: blob.dropFirst()) else {
             return nil
         }

@@ -27,6 +27,11 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     case alreadyRunning(pid: Int32?, directory: String)
     /// The instance lock file could not be opened or locked.
     case lockFailed(path: String, reason: String)
+    /// Newer tokens than the ones a refresh started from are stored (another host refreshed the
+    /// account, or a login replaced its session); the refresh's own result is not saved.
+    case tokensSuperseded(UUID)
+    /// The database cannot be reached (connection refused or lost, authentication failed).
+    case unreachable(location: String, reason: String)
     /// A database error, with what the store was doing at the time.
     case database(context: String, reason: String)
 
@@ -62,6 +67,10 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             return "another blueskyd is already using \(directory)"
         case .lockFailed(let path, let reason):
             return "cannot lock \(path): \(reason)"
+        case .tokensSuperseded(let id):
+            return "newer tokens of account \(id.uuidString.lowercased()) were stored by another host"
+        case .unreachable(let location, let reason):
+            return "cannot reach the account database \(location): \(reason)"
         case .database(let context, let reason):
             return "account database error while \(context): \(reason)"
         }

@@ -20,14 +20,14 @@ public final class StoreHealth: Sendable {
     private struct State {
         var outage: Outage?
         /// A test's stand-in for a full disk: every write fails with this reason.
-        var injectedFault: String?
+        package var injectedFault: String?
         var observer: (@Sendable (Outage?) -> Void)?
     }
 
     private let state = Mutex(State())
     private let logger: Logger
 
-    init(logger: Logger) {
+    package init(logger: Logger) {
         self.logger = logger
     }
 
@@ -37,7 +37,7 @@ public final class StoreHealth: Sendable {
     /// One line for users, e.g. "store unavailable: database or disk is full".
     public var problem: String? { outage.map { "store unavailable: \($0.reason)" } }
 
-    func recordFailure(_ reason: String, at now: Date = Date()) {
+    package func recordFailure(_ reason: String, at now: Date = Date()) {
         let (started, observer) = state.withLock { state -> (Outage?, (@Sendable (Outage?) -> Void)?) in
             if state.outage == nil {
                 state.outage = Outage(reason: reason, since: now, failedWrites: 1)
@@ -54,7 +54,7 @@ public final class StoreHealth: Sendable {
         }
     }
 
-    func recordSuccess() {
+    package func recordSuccess() {
         let (ended, observer) = state.withLock { state -> (Outage?, (@Sendable (Outage?) -> Void)?) in
             defer { state.outage = nil }
             return (state.outage, state.observer)
@@ -66,7 +66,7 @@ public final class StoreHealth: Sendable {
         ])
     }
 
-    var injectedFault: String? { state.withLock { $0.injectedFault } }
+    package var injectedFault: String? { state.withLock { $0.injectedFault } }
 
     /// Calls `observer` when an episode starts (with it) and when it ends (with nil).
     public func observe(_ observer: @escaping @Sendable (Outage?) -> Void) {

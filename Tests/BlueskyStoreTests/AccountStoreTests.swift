@@ -178,7 +178,7 @@ struct AccountStoreTests {
         #expect(try store.secrets(for: record.id) == rotated)
 
         try store.markRefreshStarted(id: record.id, at: finished)
-        try store.markState(id: record.id, state: .needsLogin, reason: "ExpiredToken", endsRefresh: true)
+        try store.markState(id: record.id, state: .needsLogin, reason: "ExpiredToken", at: finished, endsRefresh: true)
         let refused = try #require(try store.account(id: record.id))
         #expect(refused.state == .needsLogin)
         #expect(refused.stateReason == "ExpiredToken")

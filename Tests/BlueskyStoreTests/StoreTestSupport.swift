@@ -67,3 +67,19 @@ extension Data {
         range(of: Data(needle.utf8)) != nil
     }
 }
+
+extension AccountStorage {
+    /// Claims the refresh lease over the stored tokens' version, as a refresh does first.
+    @discardableResult
+    func markRefreshStarted(id: UUID, at date: Date) throws -> RefreshClaim {
+        try claimRefresh(id: id, expecting: try account(id: id)?.secretsVersion ?? 1, at: date)
+    }
+
+    /// Saves rotated tokens over the stored version, as a refresh that held the lease does.
+    @discardableResult
+    func saveRefreshedSession(id: UUID, secrets: AccountSecrets, accessExpiresAt: Date?, refreshExpiresAt: Date?,
+                              at date: Date) throws -> Int64 {
+        try saveRefreshedSession(id: id, secrets: secrets, accessExpiresAt: accessExpiresAt, refreshExpiresAt: refreshExpiresAt,
+                                 at: date, replacing: try account(id: id)?.secretsVersion ?? 1)
+    }
+}

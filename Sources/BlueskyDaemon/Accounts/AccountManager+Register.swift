@@ -20,7 +20,7 @@ extension AccountManager {
             // The same person: their profile stays shown until the fetch below replaces it.
             record.profile = old.profile
             do {
-                try store.replaceSession(record, secrets: secrets)
+                record.secretsVersion = try store.replaceSession(record, secrets: secrets)
             } catch {
                 throw .internalError("cannot save the account: \(error)")
             }

@@ -9,7 +9,7 @@ import XRPC
 /// Adds, removes and looks after accounts: the registry, the store and the schedule together.
 final class AccountManager: Sendable {
     var registry: AccountRegistry { environment.registry }
-    let store: AccountStore
+    let store: any AccountStorage
     let scheduler: RefreshScheduler
     let environment: SessionEnvironment
     let identity: IdentityResolver
@@ -18,7 +18,7 @@ final class AccountManager: Sendable {
     let backgroundChecks = BackgroundChecks(limit: 4)
     let defaultSwitch = AsyncLock()
 
-    init(store: AccountStore, scheduler: RefreshScheduler, environment: SessionEnvironment, identity: IdentityResolver) {
+    init(store: any AccountStorage, scheduler: RefreshScheduler, environment: SessionEnvironment, identity: IdentityResolver) {
         self.store = store
         self.scheduler = scheduler
         self.environment = environment

@@ -8,8 +8,11 @@ extension AccountSession {
     /// While the account waits in its backoff no request leaves: the caller is told at once
     /// when the next try is (`UpstreamUnavailable` with `retryAfter`), unless `force` (a
     /// person's `accounts.refresh` with `force: true`) asks for a try now.
+    /// - Parameter waitForHolder: when another host holds the refresh lease, wait for its
+    ///   outcome (a call that needs a token does); otherwise return at once and let the schedule
+    ///   look again when the lease ends.
     @discardableResult
-    func refresh(force: Bool = false) async throws(DaemonError) -> AccountSecrets {
+    func refresh(force: Bool = false, waitForHolder: Bool = true) async throws(DaemonError) -> AccountSecrets {
         try requireUsable()
         let task: Task<AccountSecrets, any Error>
         if let running = refreshInFlight {
@@ -22,7 +25,7 @@ extension AccountSession {
             // Off the caller's event loop: a refresh writes the store (with fsync) twice.
             task = Task(executorPreference: globalConcurrentExecutor) {
                 defer { self.environment.refreshes.end() }
-                return try await self.performRefresh()
+                return try await self.performRefresh(waitForHolder: waitForHolder)
             }
             refreshInFlight = task
         }
@@ -50,14 +53,14 @@ extension AccountSession {
             guard await saveUnsavedTokens() else { return nextRefreshDate() }
             if let next = nextRefreshDate(), next > environment.now() { return next }
         }
-        _ = try? await refresh()
+        _ = try? await refresh(waitForHolder: false)
         return nextRefreshDate()
     }
 
     /// The refresh itself. Runs on the actor. Nothing is sent unless the write-ahead mark is
     /// on disk; the rotated tokens are committed durably before anyone uses them, or kept in
     /// memory (and saved again with backoff) when the store refuses them.
-    private func performRefresh() async throws -> AccountSecrets {
+    private func performRefresh(waitForHolder: Bool) async throws -> AccountSecrets {
         defer {
             refreshInFlight = nil
             releaseActivityIfIdle()
@@ -69,10 +72,26 @@ extension AccountSession {
         }
         let old = try currentSecrets()
         let startedAt = environment.now()
+        let claim: RefreshClaim
         do {
-            try environment.store.markRefreshStarted(id: id, at: startedAt)
+            claim = try environment.store.claimRefresh(id: id, expecting: record.secretsVersion, at: startedAt)
         } catch {
             throw await storeRefused(error, while: "recording the refresh before sending it")
+        }
+        switch claim {
+        case .granted(let interruptedAt):
+            heldElsewhereUntil = nil
+            if let interruptedAt, interruptedRefresh == nil { interruptedRefresh = (interruptedAt, true) }
+        case .superseded:
+            return try await adoptRefreshDoneElsewhere()
+        case .held(let holder, let until):
+            guard waitForHolder else {
+                heldElsewhereUntil = until
+                await environment.reschedule(id, nextRefreshDate())
+                throw DaemonError.upstreamUnavailable("another host (\(holder)) is refreshing this account",
+                                                      retryAfter: until.timeIntervalSince(startedAt))
+            }
+            return try await awaitRefreshElsewhere(by: holder, until: until)
         }
         let session: RotatedSession
         do {
@@ -107,7 +126,12 @@ extension AccountSession {
         update(record: updated)
         interruptedRefresh = nil
         unsavedSecrets = secrets
-        if await saveUnsavedTokens(), metadataChanged { saveMetadata() }
+        let outcome = await saveRotatedTokens()
+        if outcome == .superseded {
+            // Another host's tokens won (this host's lease had run out): use theirs.
+            return try currentSecrets()
+        }
+        if outcome == .saved, metadataChanged { saveMetadata() }
         if renamed {
             logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
         }
@@ -123,27 +147,44 @@ extension AccountSession {
     /// refuses them.
     @discardableResult
     func saveUnsavedTokens() async -> Bool {
-        guard let secrets = unsavedSecrets else { return true }
+        await saveRotatedTokens() != .refused
+    }
+
+    enum SaveOutcome { case saved, refused, superseded }
+
+    /// Saves `unsavedSecrets` over the version they were refreshed from. `.superseded`: another
+    /// host stored newer tokens meanwhile, and the account now uses those.
+    func saveRotatedTokens() async -> SaveOutcome {
+        guard let secrets = unsavedSecrets else { return .saved }
+        let version: Int64
         do {
-            try environment.store.saveRefreshedSession(
+            version = try environment.store.saveRefreshedSession(
                 id: id, secrets: secrets, accessExpiresAt: record.accessExpiresAt,
-                refreshExpiresAt: record.refreshExpiresAt, at: record.lastRefreshAt ?? environment.now())
+                refreshExpiresAt: record.refreshExpiresAt, at: record.lastRefreshAt ?? environment.now(),
+                replacing: record.secretsVersion)
+        } catch StoreError.tokensSuperseded {
+            logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
+                           metadata: ["outcome": "superseded"])
+            unsavedSecrets = nil
+            _ = try? await adoptRefreshDoneElsewhere()
+            return .superseded
         } catch {
             _ = await storeRefused(error, while: "saving the rotated tokens (kept in memory until they are saved)")
-            return false
+            return .refused
         }
         unsavedSecrets = nil
-        if record.state == .retrying {
+        var saved = record
+        saved.secretsVersion = version
+        if saved.state == .retrying {
             // The store was the only trouble; the session itself is fine.
-            var recovered = record
-            recovered.state = .active
-            recovered.stateReason = nil
-            update(record: recovered)
+            saved.state = .active
+            saved.stateReason = nil
         }
+        update(record: saved)
         failedAttempts = 0
         retryAt = nil
         retryReason = nil
-        return true
+        return .saved
     }
 
     /// Writes the record's metadata (a new handle or scope); a failure is logged and left to

@@ -113,6 +113,11 @@ actor AccountSession {
         set { if newValue != nil || activity != nil { active.interruptedRefresh = newValue } }
     }
 
+    var heldElsewhereUntil: Date? {
+        get { activity?.heldElsewhereUntil }
+        set { if newValue != nil || activity != nil { active.heldElsewhereUntil = newValue } }
+    }
+
     var logger: Logger {
         var logger = environment.logger
         logger[metadataKey: "account"] = "\(id.uuidString.lowercased())"
@@ -199,6 +204,7 @@ actor AccountSession {
     func nextRefreshDate() -> Date? {
         guard record.state != .needsLogin else { return nil }
         if let retryAt { return retryAt }
+        if let heldElsewhereUntil, heldElsewhereUntil > environment.now() { return heldElsewhereUntil }
         return Self.plannedRefresh(of: record, environment: environment)
     }
 

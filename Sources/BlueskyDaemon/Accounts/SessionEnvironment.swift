@@ -8,7 +8,7 @@ import XRPC
 /// What every account session shares: the store, the HTTP client, timing rules and a clock.
 /// A class, so that each of the (possibly 100,000) sessions holds one reference to it.
 final class SessionEnvironment: Sendable {
-    let store: AccountStore
+    let store: any AccountStorage
     /// The in-memory index of every session, so a session can re-index itself (a new handle).
     let registry = AccountRegistry()
     /// The client of proxied XRPC calls.
@@ -29,7 +29,7 @@ final class SessionEnvironment: Sendable {
     /// Moves the account's entry in the refresh schedule (nil: none until a new login).
     let reschedule: @Sendable (UUID, Date?) async -> Void
 
-    init(store: AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
+    init(store: any AccountStorage, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
          refreshAhead: Duration,
          backoff: Backoff, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,
          reschedule: @escaping @Sendable (UUID, Date?) async -> Void, events: EventHub = EventHub()) {

@@ -10,7 +10,8 @@ extension DaemonConfiguration {
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
-        "oauth_client_name", "oauth_client_uri",
+        "oauth_client_name", "oauth_client_uri", "store_url", "store_password_file", "tenant", "host_name",
+        "lease_seconds", "store_connections",
     ]
 
     /// Applies a TOML configuration file over the current values. Unknown keys and values of
@@ -51,6 +52,12 @@ extension DaemonConfiguration {
         if let v = try reader.int("upstream_timeout_seconds", min: 1) { upstreamTimeout = .seconds(v) }
         if let v = try reader.string("log_level") { logLevel = try Self.parseLogLevel(v, key: "log_level", file: file, line: reader.line(of: "log_level")) }
         if let v = try reader.string("log_target") { logTarget = try Self.parseLogTarget(v, key: "log_target", file: file, line: reader.line(of: "log_target")) }
+        if let v = try reader.string("store_url") { storeURL = v.isEmpty ? nil : v }
+        if let v = try reader.string("store_password_file") { storePasswordFile = v.isEmpty ? nil : v }
+        if let v = try reader.string("tenant") { tenant = v.isEmpty ? nil : v }
+        if let v = try reader.string("host_name") { hostName = v.isEmpty ? nil : v }
+        if let v = try reader.int("lease_seconds", min: 10) { leaseDuration = .seconds(v) }
+        if let v = try reader.int("store_connections", min: 1) { storeConnections = v }
         // An empty string means "not set", so a commented default can be filled in partially.
         if let v = try reader.string("oauth_client_id") { oauthClient.clientID = v.isEmpty ? nil : v }
         if let v = try reader.string("oauth_redirect_uri") { oauthClient.redirectURI = v.isEmpty ? nil : v }
@@ -69,6 +76,7 @@ extension DaemonConfiguration {
     public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
         if let v = environment["BLUESKYD_STATE_DIRECTORY"], !v.isEmpty { stateDirectory = v }
         if let v = environment["BLUESKYD_SOCKET"], !v.isEmpty { socketPath = v }
+        if let v = environment["BLUESKYD_STORE_URL"], !v.isEmpty { storeURL = v }
         if let v = environment["BLUESKYD_LOG_LEVEL"], !v.isEmpty {
             logLevel = try Self.parseLogLevel(v, key: "BLUESKYD_LOG_LEVEL", file: nil, line: nil)
         }

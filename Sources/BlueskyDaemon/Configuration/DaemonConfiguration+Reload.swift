@@ -58,6 +58,12 @@ extension DaemonConfiguration {
         case "oauth_scope": a.oauthClient.scope == b.oauthClient.scope
         case "oauth_client_name": a.oauthClient.clientName == b.oauthClient.clientName
         case "oauth_client_uri": a.oauthClient.clientURI == b.oauthClient.clientURI
+        case "store_url": a.storeURL == b.storeURL
+        case "store_password_file": a.storePasswordFile == b.storePasswordFile
+        case "tenant": a.tenant == b.tenant
+        case "host_name": a.hostName == b.hostName
+        case "lease_seconds": a.leaseDuration == b.leaseDuration
+        case "store_connections": a.storeConnections == b.storeConnections
         default: preconditionFailure("fileKeys and reloadPlan disagree about '\(key)'")
         }
     }

@@ -45,6 +45,20 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// The OAuth client blueskyd presents (loopback by default; hosted or confidential when set).
     public var oauthClient: OAuthClientSettings
 
+    /// A PostgreSQL database shared with other hosts (`postgresql://user@host/db`); nil keeps the
+    /// accounts in SQLite in the state directory.
+    public var storeURL: String?
+    /// The database password's file; the systemd credential `blueskyd-store-password` wins.
+    public var storePasswordFile: String?
+    /// Whose accounts this daemon keeps in a shared store (default: the Unix user's name).
+    public var tenant: String?
+    /// This host's name in refresh leases (default: the machine's host name).
+    public var hostName: String?
+    /// How long a refresh lease holds before another host may take the account over.
+    public var leaseDuration: Duration
+    /// Connections to the shared store for queries.
+    public var storeConnections: Int
+
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         stateDirectory = Self.defaultStateDirectory(environment: environment)
         socketPath = SocketLocation.defaultPath(environment: environment)
@@ -64,6 +78,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
         logLevel = .info
         logTarget = .auto
         oauthClient = OAuthClientSettings()
+        storeURL = nil
+        storePasswordFile = nil
+        tenant = nil
+        hostName = nil
+        leaseDuration = .seconds(60)
+        storeConnections = 4
     }
 
     static func defaultStateDirectory(environment: [String: String]) -> String {

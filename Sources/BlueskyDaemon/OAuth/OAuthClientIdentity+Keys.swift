@@ -10,7 +10,7 @@ import Logging
 extension OAuthClientIdentity {
     /// The identity for `settings`, with every stored key. A confidential client without a key
     /// gets its first one now, so its JWKS can be published before the first login.
-    static func load(settings: OAuthClientSettings, store: AccountStore, now: Date, logger: Logger) throws -> OAuthClientIdentity {
+    static func load(settings: OAuthClientSettings, store: any AccountStorage, now: Date, logger: Logger) throws -> OAuthClientIdentity {
         var keys = try store.clientKeys().map { stored in
             do {
                 return try ClientSigningKey(keyID: stored.keyID, rawRepresentation: stored.privateKey)
@@ -29,7 +29,7 @@ extension OAuthClientIdentity {
 
     /// A new ES256 key, stored before it is used. Its `kid` is derived from its thumbprint, so
     /// two keys never share one.
-    static func createKey(store: AccountStore, now: Date) throws -> ClientSigningKey {
+    static func createKey(store: any AccountStorage, now: Date) throws -> ClientSigningKey {
         let privateKey = P256.Signing.PrivateKey()
         let thumbprint = PublicJWK(publicKey: privateKey.publicKey).thumbprint
         let key = ClientSigningKey(keyID: "blueskyd-" + thumbprint.prefix(16), privateKey: privateKey)
@@ -40,7 +40,7 @@ extension OAuthClientIdentity {
     /// Adds a new key that signs new logins from now on, then drops the older keys that no
     /// session is bound to and no login in progress started with. Returns the new key's id and
     /// the ids dropped.
-    func rotateKey(store: AccountStore, now: Date) throws(DaemonError) -> (added: String, removed: [String]) {
+    func rotateKey(store: any AccountStorage, now: Date) throws(DaemonError) -> (added: String, removed: [String]) {
         guard settings.authentication == .privateKeyJWT else { throw .notConfidentialClient }
         do {
             return try rotation.withLock { _ in

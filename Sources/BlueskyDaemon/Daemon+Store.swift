@@ -1,0 +1,79 @@
+import BlueskyStore
+import Crypto
+import Foundation
+import PostgresStore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Daemon {
+    /// The systemd credential holding the shared store's password.
+    static let storePasswordCredential = "blueskyd-store-password"
+
+    /// SQLite in the state directory, or the PostgreSQL database `store_url` names.
+    func openStore(stateDirectory: StateDirectory, key: SymmetricKey) throws(DaemonStartupError) -> any AccountStorage {
+        guard let url = configuration.storeURL else {
+            do {
+                return try AccountStore(directory: stateDirectory.url, key: key, logger: logger)
+            } catch {
+                throw DaemonStartupError(String(describing: error))
+            }
+        }
+        let settings: PostgresStoreSettings
+        do {
+            settings = try PostgresStoreSettings(
+                url: url, password: try storePassword(), tenant: configuration.tenant ?? Self.unixUserName(),
+                leaseDuration: Double(configuration.leaseDuration.components.seconds),
+                maxConnections: configuration.storeConnections)
+        } catch {
+            throw DaemonStartupError(String(describing: error), exitCode: .configuration)
+        }
+        do {
+            return try PostgresAccountStore(settings: settings, key: key, hostName: configuration.hostName ?? Self.machineName(),
+                                            logger: logger)
+        } catch {
+            throw DaemonStartupError("cannot open the shared account store: \(error)")
+        }
+    }
+
+    /// The password from the systemd credential, else from `store_password_file` (which, like
+    /// the store key, must not be readable by other users); nil when neither is given.
+    private func storePassword(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+        var path = configuration.storePasswordFile
+        if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
+            let credential = credentials + "/" + Self.storePasswordCredential
+            if FileManager.default.fileExists(atPath: credential) { path = credential }
+        }
+        guard let path else { return nil }
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw StoreError.keyUnavailable(path: path, reason: "cannot read the store password: \(String(cString: strerror(errno)))")
+        }
+        if !path.hasPrefix(environment["CREDENTIALS_DIRECTORY"] ?? "\u{0}"), UInt32(info.st_mode) & 0o077 != 0 {
+            throw StoreError.keyFileInsecure(path: path, mode: UInt32(info.st_mode))
+        }
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+            throw StoreError.keyUnavailable(path: path, reason: "cannot read the store password")
+        }
+        return String(text.trimmingSuffix(while: \.isNewline))
+    }
+
+    static func unixUserName() -> String {
+        guard let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name else { return "uid\(geteuid())" }
+        return String(cString: name)
+    }
+
+    static func machineName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
+        return String(cString: buffer)
+    }
+}
+
+private extension String {
+    func trimmingSuffix(while predicate: (Character) -> Bool) -> Substring {
+        var end = endIndex
+        while end > startIndex, predicate(self[index(before: end)]) { end = index(before: end) }
+        return self[startIndex..<end]
+    }
+}

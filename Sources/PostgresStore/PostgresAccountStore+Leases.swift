@@ -1,0 +1,87 @@
+import BlueskyStore
+import Foundation
+import PostgresNIO
+
+extension PostgresAccountStore {
+    /// Takes the refresh lease with one conditional update: granted only while the tokens are
+    /// still at `version` and no other host's lease is running. A row another host is claiming
+    /// at this very moment is skipped (`SKIP LOCKED`) rather than waited for: that host is about
+    /// to hold the lease.
+    public func claimRefresh(id: UUID, expecting version: Int64, at now: Date) throws -> RefreshClaim {
+        let until = now.addingTimeInterval(settings.leaseDuration).storedSeconds
+        return try write("marking a refresh as started") { session in
+            let locked = try session.run("""
+                SELECT secrets_version, lease_owner, lease_expires_at, refresh_started_at FROM account
+                WHERE tenant = \(settings.tenant) AND id = \(id) FOR UPDATE SKIP LOCKED
+                """).rows.first
+            guard let locked else { return try claimedElsewhere(session, id: id, now: now) }
+            let (current, owner, expires, interrupted) = try locked.decode((Int64, String?, Double?, Double?).self)
+            guard current == version else { return .superseded(version: current) }
+            if let owner, owner != leaseOwner, let expires, expires > now.storedSeconds {
+                return .held(by: owner, until: Date(storedSeconds: expires))
+            }
+            try session.run("""
+                UPDATE account SET refresh_started_at = \(now.storedSeconds), lease_owner = \(leaseOwner),
+                    lease_expires_at = \(until), updated_at = \(now.storedSeconds)
+                WHERE tenant = \(settings.tenant) AND id = \(id)
+                """)
+            return .granted(interruptedAt: interrupted.map(Date.init(storedSeconds:)))
+        }
+    }
+
+    /// The row is locked by another host's claim (or gone).
+    private func claimedElsewhere(_ session: PostgresSessionHandle, id: UUID, now: Date) throws -> RefreshClaim {
+        let row = try session.run("""
+            SELECT lease_owner, lease_expires_at FROM account WHERE tenant = \(settings.tenant) AND id = \(id)
+            """).rows.first
+        guard let row else { throw StoreError.unknownAccount(id) }
+        let (owner, expires) = try row.decode((String?, Double?).self)
+        return .held(by: owner ?? "another host",
+                     until: expires.map(Date.init(storedSeconds:)) ?? now.addingTimeInterval(settings.leaseDuration))
+    }
+
+    /// Stores rotated tokens over the version they were refreshed from, clears the lease and the
+    /// mark, announces the change. Committed with `synchronous_commit = on`: when this returns
+    /// the tokens survive a crash of the database server.
+    public func saveRefreshedSession(id: UUID, secrets: AccountSecrets, accessExpiresAt: Date?, refreshExpiresAt: Date?,
+                                     at: Date, replacing version: Int64) throws -> Int64 {
+        let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: id))
+        return try write("saving a refreshed session") { session in
+            let rows = try session.run("""
+                WITH changed AS (UPDATE account SET
+                    sealed_secrets = \(sealed), secrets_version = secrets_version + 1,
+                    access_expires_at = \(accessExpiresAt?.storedSeconds), refresh_expires_at = \(refreshExpiresAt?.storedSeconds),
+                    last_refresh_at = \(at.storedSeconds), refresh_started_at = NULL, lease_owner = NULL,
+                    lease_expires_at = NULL, state = \(AccountState.active.rawValue), state_reason = NULL,
+                    updated_at = \(at.storedSeconds)
+                    WHERE tenant = \(settings.tenant) AND id = \(id) AND secrets_version = \(version)
+                    RETURNING id, secrets_version)
+                SELECT secrets_version, pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
+                """).rows
+            guard let row = rows.first else {
+                let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
+                throw exists.isEmpty ? StoreError.unknownAccount(id) : StoreError.tokensSuperseded(id)
+            }
+            return try row.decode(Int64.self, context: .default)
+        }
+    }
+
+    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
+        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
+    }
+
+    /// Sets an account's state and reason; with `endsRefresh`, also gives the lease back (the
+    /// refresh's outcome is known). Without it the lease runs out by itself.
+    public func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool) throws {
+        try write("changing an account's state") { session in
+            let release = endsRefresh
+                ? ", refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL" : ""
+            let rows = try session.run(PostgresQuery(unsafeSQL: """
+                WITH changed AS (UPDATE account SET state = $1, state_reason = $2, updated_at = $3\(release)
+                    WHERE tenant = $4 AND id = $5 RETURNING id)
+                SELECT pg_notify('\(Self.channel)', $6 || changed.id::text) FROM changed
+                """, binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id, notifyPrefix))).rows
+            guard rows.count == 1 else { throw StoreError.unknownAccount(id) }
+        }
+    }
+}

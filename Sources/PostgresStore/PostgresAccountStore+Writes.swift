@@ -1,0 +1,144 @@
+import BlueskyStore
+import Foundation
+import PostgresNIO
+
+extension PostgresAccountStore {
+    /// Registers accounts in one transaction (all or nothing). A record inserted with
+    /// `isDefault` takes over as the tenant's only default.
+    /// - Throws: `StoreError.duplicateDID` for the first DID the tenant has already.
+    public func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) throws {
+        let rows = try accounts.map { ($0.record, try sealer.seal($0.secrets, account: $0.record.id)) }
+        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets"] + Self.metadataColumns
+        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
+        let sql = """
+            WITH changed AS (INSERT INTO account (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) RETURNING id)
+            SELECT pg_notify('\(Self.channel)', $\(columns.count + 1) || changed.id::text) FROM changed
+            """
+        try write("inserting accounts") { session in
+            for (record, sealed) in rows {
+                if let conflict = try conflict(session, for: record) { throw conflict }
+                if record.isDefault { try clearDefault(session, except: record.id, at: record.updatedAt) }
+                var binds = PostgresBindings(capacity: columns.count + 1)
+                binds.append(record.id)
+                binds.append(settings.tenant)
+                binds.append(record.isDefault)
+                binds.append(record.secretsVersion)
+                binds.append(ByteBuffer(bytes: sealed))
+                try Self.metadataBinds(record, into: &binds)
+                binds.append(notifyPrefix)
+                try session.run(PostgresQuery(unsafeSQL: sql, binds: binds))
+            }
+        }
+    }
+
+    /// Saves an account's metadata: everything but the secrets and their version, `isDefault`
+    /// and the lease, which only their own methods write.
+    public func update(_ record: AccountRecord) throws {
+        try write("updating an account") { session in try updateMetadata(session, record) }
+    }
+
+    public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) throws -> Int64 {
+        let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: record.id))
+        return try write("replacing an account's session") { session in
+            try updateMetadata(session, record)
+            try session.run("DELETE FROM dpop_nonce WHERE account_id = \(record.id)")
+            let rows = try session.run("""
+                UPDATE account SET sealed_secrets = \(sealed), secrets_version = secrets_version + 1,
+                    refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+                WHERE tenant = \(settings.tenant) AND id = \(record.id) RETURNING secrets_version
+                """).rows
+            guard let row = rows.first else { throw StoreError.unknownAccount(record.id) }
+            return try row.decode(Int64.self)
+        }
+    }
+
+    public func setProfile(id: UUID, _ profile: AccountProfile?, at: Date) throws {
+        try write("saving an account's profile") { session in
+            let changed = try session.run("""
+                WITH changed AS (UPDATE account SET profile_display_name = \(profile?.displayName),
+                    profile_avatar = \(profile?.avatar), profile_description = \(profile?.description),
+                    profile_fetched_at = \(profile?.fetchedAt.storedSeconds)
+                    WHERE tenant = \(settings.tenant) AND id = \(id) RETURNING id)
+                SELECT pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
+                """).rows.count
+            guard changed == 1 else { throw StoreError.unknownAccount(id) }
+        }
+    }
+
+    /// Makes this account the tenant's default and every other one not, in one transaction.
+    public func setDefault(id: UUID, at: Date) throws {
+        try write("setting the default account") { session in
+            let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
+            guard !exists.isEmpty else { throw StoreError.unknownAccount(id) }
+            try clearDefault(session, except: id, at: at)
+            try session.run("""
+                WITH changed AS (UPDATE account SET is_default = true, updated_at = \(at.storedSeconds)
+                    WHERE tenant = \(settings.tenant) AND id = \(id) AND NOT is_default RETURNING id)
+                SELECT pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
+                """)
+        }
+    }
+
+    public func clearDefault(at: Date) throws {
+        try write("clearing the default account") { session in try clearDefault(session, except: nil, at: at) }
+    }
+
+    /// Removes an account and its secrets (and its nonces, by cascade), returning what was removed.
+    @discardableResult
+    public func delete(id: UUID) throws -> AccountRecord {
+        try write("deleting an account") { session in
+            let rows = try session.run(PostgresQuery(unsafeSQL: """
+                WITH changed AS (DELETE FROM account WHERE tenant = $1 AND id = $2 RETURNING \(Self.recordColumns))
+                SELECT *, pg_notify('\(Self.channel)', $3 || changed.id::text) FROM changed
+                """, binds: Self.binds(settings.tenant, id, notifyPrefix))).rows
+            guard let row = rows.first else { throw StoreError.unknownAccount(id) }
+            return try Self.record(row)
+        }
+    }
+
+    // MARK: - Helpers
+
+    func updateMetadata(_ session: PostgresSessionHandle, _ record: AccountRecord) throws {
+        if let conflict = try conflict(session, for: record, checkingID: false) { throw conflict }
+        let count = Self.metadataColumns.count
+        let assignments = Self.metadataColumns.enumerated().map { "\($1) = $\($0 + 1)" }.joined(separator: ", ")
+        var binds = PostgresBindings(capacity: count + 3)
+        try Self.metadataBinds(record, into: &binds)
+        binds.append(settings.tenant)
+        binds.append(record.id)
+        binds.append(notifyPrefix)
+        let rows = try session.run(PostgresQuery(unsafeSQL: """
+            WITH changed AS (UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2) RETURNING id)
+            SELECT pg_notify('\(Self.channel)', $\(count + 3) || changed.id::text) FROM changed
+            """, binds: binds)).rows
+        guard rows.count == 1 else { throw StoreError.unknownAccount(record.id) }
+    }
+
+    func clearDefault(_ session: PostgresSessionHandle, except id: UUID?, at: Date) throws {
+        try session.run("""
+            WITH changed AS (UPDATE account SET is_default = false, updated_at = \(at.storedSeconds)
+                WHERE tenant = \(settings.tenant) AND is_default AND id IS DISTINCT FROM \(id) RETURNING id)
+            SELECT pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
+            """)
+    }
+
+    /// The store error explaining why `record` would break a uniqueness rule, if it would.
+    func conflict(_ session: PostgresSessionHandle, for record: AccountRecord, checkingID: Bool = true) throws -> StoreError? {
+        let rows = try session.run("""
+            SELECT id FROM account WHERE tenant = \(settings.tenant) AND did = \(record.did) AND id <> \(record.id)
+            """).rows
+        if let existing = rows.first { return .duplicateDID(existing: try existing.decode(UUID.self)) }
+        guard checkingID else { return nil }
+        let taken = try session.run("SELECT 1 FROM account WHERE id = \(record.id)").rows
+        return taken.isEmpty ? nil : .duplicateAccountID(record.id)
+    }
+
+    /// Binds for a statement written with `$n` placeholders; nil binds SQL NULL.
+    static func binds(_ values: (any PostgresDynamicTypeEncodable)?...) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            if let value { binds.append(value) } else { binds.appendNull() }
+        }
+        return binds
+    }
+}

@@ -1,0 +1,105 @@
+import BlueskyStore
+import Foundation
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+/// Hears the other hosts' changes: one connection of its own that LISTENs on the store's
+/// channel, and comes back (with backoff) when it is lost. Notifications sent while it was
+/// away are gone, so each reconnection reports `.everything`.
+final class PostgresChangeListener: Sendable {
+    private struct State {
+        var connection: PostgresConnection?
+        var loop: Task<Void, Never>?
+        var stopped = false
+    }
+
+    private let pool: PostgresConnectionPool
+    private let tenant: String
+    private let owner: String
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    init(pool: PostgresConnectionPool, tenant: String, owner: String, logger: Logger) {
+        self.pool = pool
+        self.tenant = tenant
+        self.owner = owner
+        self.logger = logger
+    }
+
+    /// Starts listening. The first LISTEN is in place when this returns (when the database is
+    /// reachable), so a change committed after it is heard.
+    func start(_ handler: @escaping @Sendable (StoreChange) -> Void) {
+        let first = try? listen(handler).wait()
+        if first == nil { handler(.everything) }
+        let loop = Task { [self] in await keepListening(after: first, handler) }
+        state.withLock { $0.loop = loop }
+    }
+
+    func stop() {
+        let (connection, loop) = state.withLock { state in
+            state.stopped = true
+            return (state.connection, state.loop)
+        }
+        loop?.cancel()
+        try? connection?.close().wait()
+    }
+
+    private func keepListening(after first: PostgresConnection?, _ handler: @escaping @Sendable (StoreChange) -> Void) async {
+        var connection = first
+        var failures = 0
+        while !Task.isCancelled, !state.withLock({ $0.stopped }) {
+            if let connection {
+                try? await connection.closeFuture.get()
+                if Task.isCancelled || state.withLock({ $0.stopped }) { return }
+                logger.warning("lost the store connection that hears other hosts' changes; reconnecting")
+            }
+            connection = nil
+            let delay = failures == 0 ? 0.2 : min(30, 0.5 * pow(2, Double(min(failures, 8))))
+            try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.8...1)))
+            do {
+                connection = try await listen(handler).get()
+                failures = 0
+                // Whatever changed while nobody listened is read again.
+                handler(.everything)
+                logger.notice("listening for other hosts' changes again")
+            } catch {
+                failures += 1
+                if failures == 1 {
+                    logger.warning("cannot listen for other hosts' changes", metadata: [
+                        "error": "\(PostgresErrorText.describe(error))"])
+                }
+            }
+        }
+    }
+
+    /// One connection with the listener installed and LISTEN sent.
+    private func listen(_ handler: @escaping @Sendable (StoreChange) -> Void) -> EventLoopFuture<PostgresConnection> {
+        let tenant = tenant, owner = owner, logger = logger
+        return pool.connectDedicated(id: 0).flatMap { [self] connection in
+            connection.addListener(channel: PostgresAccountStore.channel) { _, notification in
+                if let change = Self.change(notification.payload, tenant: tenant, owner: owner) { handler(change) }
+            }
+            return connection.query("LISTEN \(unescaped: PostgresAccountStore.channel)", logger: logger).map { _ in
+                let stopped = self.state.withLock { state in
+                    state.connection = connection
+                    return state.stopped
+                }
+                if stopped { connection.close().whenComplete { _ in } }
+                return connection
+            }.flatMapError { error in
+                connection.close().flatMapThrowing { throw error }
+            }
+        }
+    }
+
+    /// "tenant owner id": another host's change to one of this tenant's accounts, or nil.
+    static func change(_ payload: String, tenant: String, owner: String) -> StoreChange? {
+        let parts = payload.split(separator: " ", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == tenant, parts[1] != owner, let id = UUID(uuidString: String(parts[2])) else {
+            return nil
+        }
+        return .account(id)
+    }
+}
