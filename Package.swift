@@ -119,7 +119,7 @@ let package = Package(
         .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
         .testTarget(name: "BlueskyStoreTests", dependencies: [
-            "BlueskyStore", .product(name: "GRDB", package: "GRDB.swift"),
+            "BlueskyStore", "BlueskyTesting", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [
