@@ -1,0 +1,295 @@
+import Foundation
+
+/// A throwaway PostgreSQL 15 server (Debian's `postgresql` package) for tests and the bench:
+/// its own data directory, a loopback port and a Unix socket directory, removed by `destroy()`.
+///
+/// PostgreSQL refuses to run as root, so when we are root every server command runs as
+/// nobody/nogroup (65534) through `setpriv`, and the directory tree is handed over to that user.
+public final class PostgresServer: @unchecked Sendable {
+    /// The certificate and key the server presents when TLS is on, both PEM.
+    public struct TLSFiles: Sendable {
+        public var certificatePEM: String
+        public var privateKeyPEM: String
+        public init(certificatePEM: String, privateKeyPEM: String) {
+            self.certificatePEM = certificatePEM
+            self.privateKeyPEM = privateKeyPEM
+        }
+    }
+
+    /// How `stop` shuts the server down (`pg_ctl stop -m`).
+    public enum StopMode: String, Sendable { case fast, immediate }
+
+    /// A failed step; its description carries what a failing test needs to explain itself.
+    public enum Failure: Error, CustomStringConvertible {
+        /// A command exited non-zero: its stderr and the end of the server log.
+        case command(String, status: Int32, stderr: String, logTail: String)
+        /// A role or database name outside `[a-z_][a-z0-9_]*`: we never quote untrusted identifiers.
+        case invalidName(String)
+        /// The directory or the port could not be set up.
+        case setup(String)
+
+        public var description: String {
+            switch self {
+            case let .command(command, status, stderr, logTail):
+                return "PostgreSQL command failed (exit \(status)): \(command)\n\(stderr)\n--- server log (last 40 lines) ---\n\(logTail)"
+            case let .invalidName(name): return "invalid PostgreSQL name \(name.debugDescription) (only [a-z0-9_])"
+            case let .setup(what): return "PostgreSQL setup failed: \(what)"
+            }
+        }
+    }
+
+    public static let binDirectory = "/usr/lib/postgresql/15/bin"
+    /// nobody/nogroup: whom the server runs as when we are root.
+    static let serverID: UInt32 = 65534
+
+    public let host = "127.0.0.1"
+    public let adminUser = "blueskyd_admin"
+    public let port: UInt16
+    public let adminPassword: String
+    public let directory: String
+    public var logFile: String { directory + "/postgres.log" }
+    public var dataDirectory: String { directory + "/data" }
+    public var socketDirectory: String { directory + "/socket" }
+    private let tls: Bool
+    private let lock = NSLock()
+    private var destroyed = false
+
+    /// Creates a cluster in `directory` (a new 0700 directory under /tmp when nil; a given one
+    /// must have parents the server user can traverse) and starts it on `port` (a free one when nil).
+    public static func start(in directory: String? = nil, port: UInt16? = nil,
+                             password: String = PostgresServer.randomPassword(), tls: TLSFiles? = nil) throws -> PostgresServer {
+        let dir = try directory ?? makeTemporaryDirectory()
+        try FileManager.default.createDirectory(atPath: dir + "/socket", withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        // initdb reads the superuser password from a file so that it never shows in argv.
+        let pwfile = dir + "/pwfile"
+        try writePrivate(password + "\n", to: pwfile)
+        try handOver(dir)
+        let initdb = [binDirectory + "/initdb", "-D", dir + "/data", "--auth=scram-sha-256", "--auth-local=trust",
+                      "--username=blueskyd_admin", "--pwfile=" + pwfile, "-E", "UTF8", "--locale=C.UTF-8"]
+        let result = try run(initdb, in: dir)
+        try? FileManager.default.removeItem(atPath: pwfile)
+        guard result.status == 0 else {
+            throw Failure.command(initdb.joined(separator: " "), status: result.status, stderr: result.stderr, logTail: "")
+        }
+        if let tls {
+            try writePrivate(tls.certificatePEM, to: dir + "/data/server.crt")
+            try writePrivate(tls.privateKeyPEM, to: dir + "/data/server.key")
+            try handOver(dir + "/data/server.crt", recursive: false)
+            try handOver(dir + "/data/server.key", recursive: false)
+        }
+        // A port picked free may be taken before postgres binds it: try another one then.
+        var attempt = 0
+        while true {
+            attempt += 1
+            let server = PostgresServer(directory: dir, port: try port ?? freePort(), password: password, tls: tls != nil)
+            do {
+                try server.start()
+                return server
+            } catch {
+                guard port == nil, attempt < 3 else { server.destroy(); throw error }
+                server.lock.withLock { server.destroyed = true }  // keep the cluster for the next try
+            }
+        }
+    }
+
+    private init(directory: String, port: UInt16, password: String, tls: Bool) {
+        self.directory = directory
+        self.port = port
+        self.adminPassword = password
+        self.tls = tls
+    }
+
+    deinit { destroy() }
+
+    /// The server log so far.
+    public var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
+
+    /// `postgresql://user@127.0.0.1:PORT/database` (no password: pass it separately).
+    public func url(user: String, database: String) -> String {
+        "postgresql://\(user)@\(host):\(port)/\(database)"
+    }
+
+    /// Whether the postmaster named in `postmaster.pid` is alive.
+    public var isRunning: Bool {
+        guard let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
+              let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { return false }
+        return kill(pid, 0) == 0
+    }
+
+    /// Starts the server on its data directory and port; returns once it accepts connections.
+    public func start() throws {
+        var options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(Self.shellQuoted(socketDirectory))"
+            + " -c fsync=on -c synchronous_commit=on -c max_connections=200"
+        if tls {
+            options += " -c ssl=on -c ssl_cert_file=\(Self.shellQuoted(dataDirectory + "/server.crt"))"
+                + " -c ssl_key_file=\(Self.shellQuoted(dataDirectory + "/server.key"))"
+        }
+        try pgCtl(["-l", logFile, "-w", "-t", "60", "-o", options, "start"])
+    }
+
+    /// Stops the server: `.fast` rolls back sessions and checkpoints, `.immediate` is a crash.
+    public func stop(mode: StopMode = .fast) throws {
+        try pgCtl(["-m", mode.rawValue, "-w", "-t", "60", "stop"])
+    }
+
+    /// Stops (fast) and starts again on the same data directory and port.
+    public func restart() throws {
+        try stop()
+        try start()
+    }
+
+    /// Creates a login role `owner` with `password` and a database `name` it owns.
+    public func createDatabase(_ name: String, owner: String, password: String) throws {
+        try Self.checkName(name)
+        try Self.checkName(owner)
+        let literal = "'" + password.replacingOccurrences(of: "'", with: "''") + "'"
+        // Separate statements (not one -c string): CREATE DATABASE cannot run inside a transaction.
+        // A failing statement is not copied into the server log, whose tail goes into errors.
+        _ = try psql("SET log_min_error_statement = panic;\nCREATE ROLE \(owner) LOGIN PASSWORD \(literal);\nCREATE DATABASE \(name) OWNER \(owner);",
+                     database: "postgres")
+    }
+
+    /// Runs `sql` as the admin over the Unix socket, unaligned and tuples only; returns stdout trimmed.
+    @discardableResult
+    public func psql(_ sql: String, database: String) throws -> String {
+        // The SQL goes in on stdin so that passwords in it never show in argv.
+        let command = ["/usr/bin/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory,
+                       "-p", String(port), "-U", adminUser, "-d", database, "-f", "-"]
+        let result = try Self.run(command, in: directory, input: sql)
+        guard result.status == 0 else {
+            throw Failure.command(command.joined(separator: " "), status: result.status, stderr: result.stderr, logTail: logTail())
+        }
+        return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Stops the server (immediate) if it runs and removes its directory; idempotent.
+    public func destroy() {
+        let first = lock.withLock { () -> Bool in
+            defer { destroyed = true }
+            return !destroyed
+        }
+        guard first else { return }
+        if isRunning { try? stop(mode: .immediate) }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// A random alphanumeric password (SystemRandomNumberGenerator reads getrandom).
+    public static func randomPassword() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        return String((0..<32).map { _ in alphabet.randomElement()! })
+    }
+
+    // MARK: - Helpers
+
+    private func pgCtl(_ arguments: [String]) throws {
+        let command = [Self.binDirectory + "/pg_ctl", "-D", dataDirectory] + arguments
+        let result = try lock.withLock { try Self.run(command, in: directory) }
+        guard result.status == 0 else {
+            throw Failure.command(command.joined(separator: " "), status: result.status,
+                                  stderr: result.stderr + result.stdout, logTail: logTail())
+        }
+    }
+
+    private func logTail() -> String { log.split(separator: "\n", omittingEmptySubsequences: false).suffix(40).joined(separator: "\n") }
+
+    private static func checkName(_ name: String) throws {
+        let valid = !name.isEmpty && name.count <= 63 && name.first.map { !$0.isNumber } == true
+            && name.unicodeScalars.allSatisfy { ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" }
+        guard valid else { throw Failure.invalidName(name) }
+    }
+
+    /// Single-quotes for the shell pg_ctl runs postgres under (it splices `-o` into `sh -c`).
+    private static func shellQuoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
+
+    /// Runs a command (as the server user when we are root) and waits for it. Output goes to
+    /// unlinked scratch files, not pipes: nothing can fill a pipe nobody reads, or keep one open.
+    private static func run(_ command: [String], in directory: String, input: String? = nil)
+        throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        if geteuid() == 0 {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments = ["--reuid=\(serverID)", "--regid=\(serverID)", "--clear-groups", "--"] + command
+        } else {
+            process.executableURL = URL(fileURLWithPath: command[0])
+            process.arguments = Array(command.dropFirst())
+        }
+        // Inherited PG* variables (PGHOST, PGPASSWORD...) would redirect psql; nobody's HOME does not exist.
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
+        environment["HOME"] = directory
+        environment["LC_ALL"] = "C.UTF-8"
+        environment["LANG"] = "C.UTF-8"
+        process.environment = environment
+        // Our own cwd may be a 0700 directory the server user cannot enter.
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        let stdout = try scratchFile(), stderr = try scratchFile(), stdin = try scratchFile()
+        if let input {
+            stdin.write(Data(input.utf8))
+            try stdin.seek(toOffset: 0)
+        }
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        process.waitUntilExit()
+        func read(_ handle: FileHandle) throws -> String {
+            try handle.seek(toOffset: 0)
+            return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        }
+        return (process.terminationStatus, try read(stdout), try read(stderr))
+    }
+
+    private static func scratchFile() throws -> FileHandle {
+        var template = Array("/tmp/blueskyd-pg-io-XXXXXX".utf8CString)
+        let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard fd >= 0 else { throw Failure.setup("mkstemp: errno \(errno)") }
+        unlink(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
+        return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+    }
+
+    /// Under /tmp rather than $TMPDIR: every parent must be traversable by the server user.
+    private static func makeTemporaryDirectory() throws -> String {
+        var template = Array("/tmp/blueskyd-pg-XXXXXX".utf8CString)
+        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+            throw Failure.setup("mkdtemp: errno \(errno)")
+        }
+        return template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+
+    private static func writePrivate(_ contents: String, to path: String) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(contents.utf8),
+                                             attributes: [.posixPermissions: 0o600]) else {
+            throw Failure.setup("cannot write \(path)")
+        }
+    }
+
+    /// When root, gives `path` (and everything under it) to the server user.
+    private static func handOver(_ path: String, recursive: Bool = true) throws {
+        guard geteuid() == 0 else { return }
+        var paths = [path]
+        if recursive, let below = FileManager.default.enumerator(atPath: path) {
+            paths += below.compactMap { ($0 as? String).map { path + "/" + $0 } }
+        }
+        for p in paths where chown(p, serverID, serverID) != 0 {
+            throw Failure.setup("chown \(p): errno \(errno)")
+        }
+    }
+
+    /// A port free on 127.0.0.1 right now: bind port 0, read what the kernel gave, close.
+    private static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure.setup("socket: errno \(errno)") }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw Failure.setup("bind 127.0.0.1:0: errno \(errno)") }
+        return UInt16(bigEndian: address.sin_port)
+    }
+}
