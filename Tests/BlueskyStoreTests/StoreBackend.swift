@@ -1,0 +1,77 @@
+import BlueskyStore
+import BlueskyTesting
+import Crypto
+import Foundation
+import PostgresStore
+import Synchronization
+import Testing
+
+/// The two stores behind `AccountStorage`, so that one test runs against both.
+enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
+    case sqlite
+    case postgresql
+
+    var testDescription: String { rawValue }
+
+    /// A store of its own: a fresh SQLite directory, or a fresh tenant in the shared test
+    /// database (tenants see nothing of each other, which is what isolates the tests).
+    func open(key: SymmetricKey = SymmetricKey(size: .bits256), reuse place: OpenedStore? = nil) throws -> OpenedStore {
+        switch self {
+        case .sqlite:
+            let directory = try place?.directory ?? TemporaryDirectory()
+            let store = try Fixtures.openStore(in: directory.url, key: key)
+            return OpenedStore(store: store, directory: directory, tenant: nil)
+        case .postgresql:
+            let tenant = place?.tenant ?? "t\(UUID().uuidString.prefix(12).lowercased())"
+            let store = try SharedTestDatabase.openStore(tenant: tenant, key: key)
+            return OpenedStore(store: store, directory: nil, tenant: tenant)
+        }
+    }
+}
+
+/// One opened store and what to remove afterwards.
+struct OpenedStore {
+    let store: any AccountStorage
+    let directory: TemporaryDirectory?
+    let tenant: String?
+
+    func close() {
+        try? store.close()
+        directory?.remove()
+    }
+}
+
+/// One PostgreSQL server for the whole test process, started on first use: initdb takes a
+/// second or two, a tenant per test costs nothing.
+enum SharedTestDatabase {
+    static let database = "blueskyd_tests"
+    static let user = "blueskyd"
+
+    private static let started: Result<(server: PostgresServer, password: String), any Error> = Result {
+        let server = try PostgresServer.start()
+        let password = PostgresServer.randomPassword()
+        try server.createDatabase(database, owner: user, password: password)
+        atexit { SharedTestDatabase.stop() }
+        return (server, password)
+    }
+
+    static var server: PostgresServer {
+        get throws { try started.get().server }
+    }
+
+    static func settings(tenant: String, leaseDuration: TimeInterval = 60) throws -> PostgresStoreSettings {
+        let (server, password) = try started.get()
+        return try PostgresStoreSettings(url: server.url(user: user, database: database) + "?sslmode=disable",
+                                         password: password, tenant: tenant, leaseDuration: leaseDuration)
+    }
+
+    static func openStore(tenant: String, key: SymmetricKey, hostName: String = "test-host",
+                          leaseDuration: TimeInterval = 60) throws -> PostgresAccountStore {
+        try PostgresAccountStore(settings: settings(tenant: tenant, leaseDuration: leaseDuration), key: key,
+                                 hostName: hostName, logger: Fixtures.logger)
+    }
+
+    static func stop() {
+        if case .success(let started) = started { started.server.destroy() }
+    }
+}
