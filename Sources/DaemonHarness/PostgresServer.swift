@@ -5,14 +5,17 @@ import Foundation
 ///
 /// PostgreSQL refuses to run as root, so when we are root every server command runs as
 /// nobody/nogroup (65534) through `setpriv`, and the directory tree is handed over to that user.
+///
+/// The postmaster runs as our child rather than daemonized by `pg_ctl start`: Foundation's
+/// `Process` learns that a child exited when a socket it leaves open in the child closes, and a
+/// daemon inheriting that socket keeps it open, so `waitUntilExit` on `pg_ctl start` never returns.
 public final class PostgresServer: @unchecked Sendable {
     /// The certificate and key the server presents when TLS is on, both PEM.
     public struct TLSFiles: Sendable {
         public var certificatePEM: String
         public var privateKeyPEM: String
         public init(certificatePEM: String, privateKeyPEM: String) {
-            self.certificatePEM = certificatePEM
-            self.privateKeyPEM = privateKeyPEM
+            (self.certificatePEM, self.privateKeyPEM) = (certificatePEM, privateKeyPEM)
         }
     }
 
@@ -53,6 +56,8 @@ public final class PostgresServer: @unchecked Sendable {
     private let tls: Bool
     private let lock = NSLock()
     private var destroyed = false
+    /// The running postmaster (setpriv execs it, so the pid is postgres's own).
+    private var postmaster: Process?
 
     /// Creates a cluster in `directory` (a new 0700 directory under /tmp when nil; a given one
     /// must have parents the server user can traverse) and starts it on `port` (a free one when nil).
@@ -75,8 +80,7 @@ public final class PostgresServer: @unchecked Sendable {
         if let tls {
             try writePrivate(tls.certificatePEM, to: dir + "/data/server.crt")
             try writePrivate(tls.privateKeyPEM, to: dir + "/data/server.key")
-            try handOver(dir + "/data/server.crt", recursive: false)
-            try handOver(dir + "/data/server.key", recursive: false)
+            try handOver(dir + "/data")
         }
         // A port picked free may be taken before postgres binds it: try another one then.
         var attempt = 0
@@ -94,10 +98,7 @@ public final class PostgresServer: @unchecked Sendable {
     }
 
     private init(directory: String, port: UInt16, password: String, tls: Bool) {
-        self.directory = directory
-        self.port = port
-        self.adminPassword = password
-        self.tls = tls
+        (self.directory, self.port, self.adminPassword, self.tls) = (directory, port, password, tls)
     }
 
     deinit { destroy() }
@@ -110,27 +111,56 @@ public final class PostgresServer: @unchecked Sendable {
         "postgresql://\(user)@\(host):\(port)/\(database)"
     }
 
-    /// Whether the postmaster named in `postmaster.pid` is alive.
-    public var isRunning: Bool {
-        guard let pidFile = try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8),
-              let pid = pidFile.split(separator: "\n").first.flatMap({ Int32($0) }) else { return false }
-        return kill(pid, 0) == 0
-    }
+    /// Whether the postmaster we started is still running.
+    public var isRunning: Bool { lock.withLock { postmaster.map { Self.exitStatus($0) == nil } ?? false } }
 
     /// Starts the server on its data directory and port; returns once it accepts connections.
     public func start() throws {
-        var options = "-c listen_addresses=127.0.0.1 -p \(port) -k \(Self.shellQuoted(socketDirectory))"
-            + " -c fsync=on -c synchronous_commit=on -c max_connections=200"
-        if tls {
-            options += " -c ssl=on -c ssl_cert_file=\(Self.shellQuoted(dataDirectory + "/server.crt"))"
-                + " -c ssl_key_file=\(Self.shellQuoted(dataDirectory + "/server.key"))"
+        try lock.withLock {
+            if let postmaster, Self.exitStatus(postmaster) == nil { return }
+            var command = [Self.binDirectory + "/postgres", "-D", dataDirectory, "-p", String(port), "-k", socketDirectory,
+                           "-c", "listen_addresses=127.0.0.1", "-c", "fsync=on", "-c", "synchronous_commit=on",
+                           "-c", "max_connections=200"]
+            if tls {
+                command += ["-c", "ssl=on", "-c", "ssl_cert_file=\(dataDirectory)/server.crt",
+                            "-c", "ssl_key_file=\(dataDirectory)/server.key"]
+            }
+            let process = Self.makeProcess(command, in: directory)
+            let fd = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw Failure.setup("open \(logFile): errno \(errno)") }
+            let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            (process.standardInput, process.standardOutput, process.standardError) = (FileHandle.nullDevice, log, log)
+            try process.run()
+            postmaster = process
+            // Ready when postmaster.pid names our process and says "ready" (what `pg_ctl -w` waits for).
+            let deadline = Date().addingTimeInterval(60)
+            while Self.exitStatus(process) == nil, Date() < deadline {
+                let lines = ((try? String(contentsOfFile: dataDirectory + "/postmaster.pid", encoding: .utf8)) ?? "")
+                    .split(separator: "\n", omittingEmptySubsequences: false)
+                if lines.count >= 8, lines[0] == String(process.processIdentifier),
+                   lines[7].trimmingCharacters(in: .whitespaces) == "ready" { return }
+                usleep(20_000)
+            }
+            kill(process.processIdentifier, SIGKILL)
+            let status = Self.waitForExit(process)
+            postmaster = nil
+            throw Failure.command(command.joined(separator: " "), status: status,
+                                  stderr: Date() < deadline ? "postgres exited" : "not ready after 60 s", logTail: logTail())
         }
-        try pgCtl(["-l", logFile, "-w", "-t", "60", "-o", options, "start"])
     }
 
     /// Stops the server: `.fast` rolls back sessions and checkpoints, `.immediate` is a crash.
+    /// Sends the postmaster the signal `pg_ctl stop -m` would (SIGINT, SIGQUIT) and waits for it.
     public func stop(mode: StopMode = .fast) throws {
-        try pgCtl(["-m", mode.rawValue, "-w", "-t", "60", "stop"])
+        try lock.withLock {
+            guard let process = postmaster else { return }
+            if Self.exitStatus(process) == nil { kill(process.processIdentifier, mode == .fast ? SIGINT : SIGQUIT) }
+            let status = Self.waitForExit(process)
+            postmaster = nil
+            guard status == 0 || mode == .immediate else {
+                throw Failure.command("postgres (stop -m \(mode))", status: status, stderr: "", logTail: logTail())
+            }
+        }
     }
 
     /// Stops (fast) and starts again on the same data directory and port.
@@ -165,12 +195,8 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Stops the server (immediate) if it runs and removes its directory; idempotent.
     public func destroy() {
-        let first = lock.withLock { () -> Bool in
-            defer { destroyed = true }
-            return !destroyed
-        }
-        guard first else { return }
-        if isRunning { try? stop(mode: .immediate) }
+        guard lock.withLock({ () -> Bool in defer { destroyed = true }; return !destroyed }) else { return }
+        try? stop(mode: .immediate)
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -182,15 +208,6 @@ public final class PostgresServer: @unchecked Sendable {
 
     // MARK: - Helpers
 
-    private func pgCtl(_ arguments: [String]) throws {
-        let command = [Self.binDirectory + "/pg_ctl", "-D", dataDirectory] + arguments
-        let result = try lock.withLock { try Self.run(command, in: directory) }
-        guard result.status == 0 else {
-            throw Failure.command(command.joined(separator: " "), status: result.status,
-                                  stderr: result.stderr + result.stdout, logTail: logTail())
-        }
-    }
-
     private func logTail() -> String { log.split(separator: "\n", omittingEmptySubsequences: false).suffix(40).joined(separator: "\n") }
 
     private static func checkName(_ name: String) throws {
@@ -199,13 +216,46 @@ public final class PostgresServer: @unchecked Sendable {
         guard valid else { throw Failure.invalidName(name) }
     }
 
-    /// Single-quotes for the shell pg_ctl runs postgres under (it splices `-o` into `sh -c`).
-    private static func shellQuoted(_ s: String) -> String { "'" + s.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-
     /// Runs a command (as the server user when we are root) and waits for it. Output goes to
     /// unlinked scratch files, not pipes: nothing can fill a pipe nobody reads, or keep one open.
     private static func run(_ command: [String], in directory: String, input: String? = nil)
         throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = makeProcess(command, in: directory)
+        let stdout = try scratchFile(), stderr = try scratchFile(), stdin = try scratchFile()
+        stdin.write(Data((input ?? "").utf8))
+        try stdin.seek(toOffset: 0)
+        (process.standardInput, process.standardOutput, process.standardError) = (stdin, stdout, stderr)
+        try process.run()
+        let status = waitForExit(process)
+        func read(_ handle: FileHandle) throws -> String {
+            try handle.seek(toOffset: 0)
+            return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
+        }
+        return (status, try read(stdout), try read(stderr))
+    }
+
+    /// The exit status of `process` (128 + signal if killed), nil while it runs. Not from
+    /// `Process.isRunning` alone: Foundation sees an exit only once a socket it leaves in the child
+    /// closes, and any process spawned at that moment (a postmaster, a daemon) inherits it too.
+    /// `waitid(WNOWAIT)` looks at the zombie without reaping it, which stays Foundation's job.
+    private static func exitStatus(_ process: Process) -> Int32? {
+        if !process.isRunning { return process.terminationReason == .exit ? process.terminationStatus : 128 + process.terminationStatus }
+        var info = siginfo_t()
+        guard waitid(P_PID, id_t(process.processIdentifier), &info, WEXITED | WNOHANG | WNOWAIT) == 0,
+              info._sifields._sigchld.si_pid == process.processIdentifier else { return nil }
+        let status = info._sifields._sigchld.si_status
+        return info.si_code == Int32(CLD_EXITED) ? status : 128 + status
+    }
+
+    private static func waitForExit(_ process: Process) -> Int32 {
+        while true {
+            if let status = exitStatus(process) { return status }
+            usleep(5_000)
+        }
+    }
+
+    /// `command` as the server user when we are root, with a clean environment.
+    private static func makeProcess(_ command: [String], in directory: String) -> Process {
         let process = Process()
         if geteuid() == 0 {
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
@@ -215,34 +265,18 @@ public final class PostgresServer: @unchecked Sendable {
             process.arguments = Array(command.dropFirst())
         }
         // Inherited PG* variables (PGHOST, PGPASSWORD...) would redirect psql; nobody's HOME does not exist.
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
-        environment["HOME"] = directory
-        environment["LC_ALL"] = "C.UTF-8"
-        environment["LANG"] = "C.UTF-8"
-        process.environment = environment
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("PG") }
+            .merging(["HOME": directory, "LC_ALL": "C.UTF-8", "LANG": "C.UTF-8"]) { $1 }
         // Our own cwd may be a 0700 directory the server user cannot enter.
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        let stdout = try scratchFile(), stderr = try scratchFile(), stdin = try scratchFile()
-        if let input {
-            stdin.write(Data(input.utf8))
-            try stdin.seek(toOffset: 0)
-        }
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        process.waitUntilExit()
-        func read(_ handle: FileHandle) throws -> String {
-            try handle.seek(toOffset: 0)
-            return String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)
-        }
-        return (process.terminationStatus, try read(stdout), try read(stderr))
+        return process
     }
 
     private static func scratchFile() throws -> FileHandle {
         var template = Array("/tmp/blueskyd-pg-io-XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw Failure.setup("mkstemp: errno \(errno)") }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)  // other threads' children (a postmaster) need not hold it
         unlink(template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) })
         return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
     }
@@ -263,14 +297,11 @@ public final class PostgresServer: @unchecked Sendable {
         }
     }
 
-    /// When root, gives `path` (and everything under it) to the server user.
-    private static func handOver(_ path: String, recursive: Bool = true) throws {
+    /// When root, gives `path` and everything under it to the server user.
+    private static func handOver(_ path: String) throws {
         guard geteuid() == 0 else { return }
-        var paths = [path]
-        if recursive, let below = FileManager.default.enumerator(atPath: path) {
-            paths += below.compactMap { ($0 as? String).map { path + "/" + $0 } }
-        }
-        for p in paths where chown(p, serverID, serverID) != 0 {
+        let below = FileManager.default.enumerator(atPath: path)?.compactMap { $0 as? String } ?? []
+        for p in [path] + below.map({ path + "/" + $0 }) where chown(p, serverID, serverID) != 0 {
             throw Failure.setup("chown \(p): errno \(errno)")
         }
     }
