@@ -100,6 +100,25 @@ struct PostgresServerTests {
         server.destroy()  // idempotent
     }
 
+    @Test("servers started side by side answer while they restart: no wait hangs on a child another spawn inherited")
+    func sideBySide() async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<3 {
+                group.addTask {
+                    try await offThePool {
+                        let server = try PostgresServer.start()
+                        defer { server.destroy() }
+                        for round in 0..<3 {
+                            #expect(try server.psql("SELECT \(round)", database: "postgres") == "\(round)")
+                            try server.restart()
+                        }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
     @Test("with TLS files the server speaks TLS", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")))
     func tls() throws {
         let scratch = try TemporaryDirectory()
