@@ -84,25 +84,28 @@ public final class PostgresAccountStore: AccountStorage {
             health.recordFailure(fault)
             throw StoreError.database(context: context, reason: fault)
         }
-        return try observe(context) { try pool.transaction(body) }
+        return try observe(context, isWrite: true) { try pool.transaction(body) }
     }
 
-    /// Runs one or more statements outside a transaction.
+    /// Runs one or more statements outside a transaction. A read that cannot reach the
+    /// database starts an outage too; only a write ends one, as with SQLite.
     func read<T>(_ context: String, _ body: (PostgresSessionHandle) throws -> T) throws -> T {
-        try observe(context) { try pool.withConnection(body) }
+        try observe(context, isWrite: false) { try pool.withConnection(body) }
     }
 
-    private func observe<T>(_ context: String, _ body: () throws -> T) throws -> T {
+    private func observe<T>(_ context: String, isWrite: Bool, _ body: () throws -> T) throws -> T {
         do {
             let result = try body()
-            health.recordSuccess()
+            if isWrite { health.recordSuccess() }
             return result
         } catch let error as StoreError {
             switch error {
-            case .unreachable(_, let reason), .database(_, let reason):
+            case .unreachable(_, let reason):
+                health.recordFailure(reason)
+            case .database(_, let reason) where isWrite:
                 health.recordFailure(reason)
             default:
-                health.recordSuccess()
+                if isWrite { health.recordSuccess() }
             }
             throw error
         } catch {
@@ -111,7 +114,7 @@ public final class PostgresAccountStore: AccountStorage {
                 health.recordFailure(reason)
                 throw StoreError.unreachable(location: settings.location, reason: reason)
             }
-            health.recordFailure(reason)
+            if isWrite { health.recordFailure(reason) }
             throw StoreError.database(context: context, reason: reason)
         }
     }
