@@ -106,3 +106,9 @@ private extension UInt8 {
             || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }
+
+extension PostgresStoreSettings: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Never the password: settings end up in logs and error messages.
+    public var description: String { "\(location) (sslmode \(sslMode.rawValue), tenant \(tenant))" }
+    public var debugDescription: String { description }
+}
