@@ -50,7 +50,7 @@ extension Daemon {
             throw StoreError.keyUnavailable(path: path, reason: "cannot read the store password: \(String(cString: strerror(errno)))")
         }
         if !path.hasPrefix(environment["CREDENTIALS_DIRECTORY"] ?? "\u{0}"), UInt32(info.st_mode) & 0o077 != 0 {
-            throw StoreError.keyFileInsecure(path: path, mode: UInt32(info.st_mode))
+            throw StoreError.keyUnavailable(path: path, reason: "the store password file is readable by other users; run `chmod 600 \(path)`")
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
             throw StoreError.keyUnavailable(path: path, reason: "cannot read the store password")

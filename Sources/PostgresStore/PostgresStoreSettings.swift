@@ -73,7 +73,7 @@ public struct PostgresStoreSettings: Sendable, Equatable {
               let scheme = components.scheme?.lowercased(), ["postgresql", "postgres"].contains(scheme)
         else { throw refuse("store_url must look like postgresql://user@host:5432/database") }
         guard components.password == nil else {
-            throw refuse("store_url must not carry a password: put it in store_password_file or the systemd credential store-password")
+            throw refuse("store_url must not carry a password: put it in store_password_file or the systemd credential blueskyd-store-password")
         }
         guard let user = components.user, !user.isEmpty else { throw refuse("store_url names no user (postgresql://USER@host/database)") }
         guard let host = components.host, !host.isEmpty else { throw refuse("store_url names no host") }
