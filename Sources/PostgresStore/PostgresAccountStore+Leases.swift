@@ -47,22 +47,20 @@ extension PostgresAccountStore {
                                      at: Date, replacing version: Int64) throws -> Int64 {
         let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: id))
         return try write("saving a refreshed session") { session in
-            let rows = try session.run("""
-                WITH changed AS (UPDATE account SET
+            let rows = try session.run(notifying("""
+                UPDATE account SET
                     sealed_secrets = \(sealed), secrets_version = secrets_version + 1,
                     access_expires_at = \(accessExpiresAt?.storedSeconds), refresh_expires_at = \(refreshExpiresAt?.storedSeconds),
                     last_refresh_at = \(at.storedSeconds), refresh_started_at = NULL, lease_owner = NULL,
                     lease_expires_at = NULL, state = \(AccountState.active.rawValue), state_reason = NULL,
                     updated_at = \(at.storedSeconds)
-                    WHERE tenant = \(settings.tenant) AND id = \(id) AND secrets_version = \(version)
-                    RETURNING id, secrets_version)
-                SELECT secrets_version, pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
-                """).rows
+                WHERE tenant = \(settings.tenant) AND id = \(id) AND secrets_version = \(version)
+                """, returning: "secrets_version, id")).rows
             guard let row = rows.first else {
                 let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
                 throw exists.isEmpty ? StoreError.unknownAccount(id) : StoreError.tokensSuperseded(id)
             }
-            return try row.decode(Int64.self, context: .default)
+            return try row.decode(Int64.self)
         }
     }
 
@@ -76,11 +74,9 @@ extension PostgresAccountStore {
         try write("changing an account's state") { session in
             let release = endsRefresh
                 ? ", refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL" : ""
-            let rows = try session.run(PostgresQuery(unsafeSQL: """
-                WITH changed AS (UPDATE account SET state = $1, state_reason = $2, updated_at = $3\(release)
-                    WHERE tenant = $4 AND id = $5 RETURNING id)
-                SELECT pg_notify('\(Self.channel)', $6 || changed.id::text) FROM changed
-                """, binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id, notifyPrefix))).rows
+            let rows = try session.run(notifying(PostgresQuery(
+                unsafeSQL: "UPDATE account SET state = $1, state_reason = $2, updated_at = $3\(release) WHERE tenant = $4 AND id = $5",
+                binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id)))).rows
             guard rows.count == 1 else { throw StoreError.unknownAccount(id) }
         }
     }

@@ -10,13 +10,11 @@ extension PostgresAccountStore {
         let rows = try accounts.map { ($0.record, try sealer.seal($0.secrets, account: $0.record.id)) }
         let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets"] + Self.metadataColumns
         let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
-        let sql = """
-            WITH changed AS (INSERT INTO account (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) RETURNING id)
-            SELECT pg_notify('\(Self.channel)', $\(columns.count + 1) || changed.id::text) FROM changed
-            """
+        // A taken id or DID inserts nothing instead of failing, which would abort the
+        // transaction before the conflict could be explained: one round trip per account.
+        let sql = "INSERT INTO account (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) ON CONFLICT DO NOTHING"
         try write("inserting accounts") { session in
             for (record, sealed) in rows {
-                if let conflict = try conflict(session, for: record) { throw conflict }
                 if record.isDefault { try clearDefault(session, except: record.id, at: record.updatedAt) }
                 var binds = PostgresBindings(capacity: columns.count + 1)
                 binds.append(record.id)
@@ -25,8 +23,9 @@ extension PostgresAccountStore {
                 binds.append(record.secretsVersion)
                 binds.append(ByteBuffer(bytes: sealed))
                 try Self.metadataBinds(record, into: &binds)
-                binds.append(notifyPrefix)
-                try session.run(PostgresQuery(unsafeSQL: sql, binds: binds))
+                guard try session.run(notifying(PostgresQuery(unsafeSQL: sql, binds: binds))).rows.isEmpty else { continue }
+                throw try conflict(session, for: record)
+                    ?? StoreError.database(context: "inserting accounts", reason: "another host registered the account at the same moment")
             }
         }
     }
@@ -54,13 +53,11 @@ extension PostgresAccountStore {
 
     public func setProfile(id: UUID, _ profile: AccountProfile?, at: Date) throws {
         try write("saving an account's profile") { session in
-            let changed = try session.run("""
-                WITH changed AS (UPDATE account SET profile_display_name = \(profile?.displayName),
-                    profile_avatar = \(profile?.avatar), profile_description = \(profile?.description),
-                    profile_fetched_at = \(profile?.fetchedAt.storedSeconds)
-                    WHERE tenant = \(settings.tenant) AND id = \(id) RETURNING id)
-                SELECT pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
-                """).rows.count
+            let changed = try session.run(notifying("""
+                UPDATE account SET profile_display_name = \(profile?.displayName), profile_avatar = \(profile?.avatar),
+                    profile_description = \(profile?.description), profile_fetched_at = \(profile?.fetchedAt.storedSeconds)
+                WHERE tenant = \(settings.tenant) AND id = \(id)
+                """)).rows.count
             guard changed == 1 else { throw StoreError.unknownAccount(id) }
         }
     }
@@ -71,11 +68,10 @@ extension PostgresAccountStore {
             let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
             guard !exists.isEmpty else { throw StoreError.unknownAccount(id) }
             try clearDefault(session, except: id, at: at)
-            try session.run("""
-                WITH changed AS (UPDATE account SET is_default = true, updated_at = \(at.storedSeconds)
-                    WHERE tenant = \(settings.tenant) AND id = \(id) AND NOT is_default RETURNING id)
-                SELECT pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
-                """)
+            try session.run(notifying("""
+                UPDATE account SET is_default = true, updated_at = \(at.storedSeconds)
+                WHERE tenant = \(settings.tenant) AND id = \(id) AND NOT is_default
+                """))
         }
     }
 
@@ -87,10 +83,8 @@ extension PostgresAccountStore {
     @discardableResult
     public func delete(id: UUID) throws -> AccountRecord {
         try write("deleting an account") { session in
-            let rows = try session.run(PostgresQuery(unsafeSQL: """
-                WITH changed AS (DELETE FROM account WHERE tenant = $1 AND id = $2 RETURNING \(Self.recordColumns))
-                SELECT *, pg_notify('\(Self.channel)', $3 || changed.id::text) FROM changed
-                """, binds: Self.binds(settings.tenant, id, notifyPrefix))).rows
+            let rows = try session.run(notifying("DELETE FROM account WHERE tenant = \(settings.tenant) AND id = \(id)",
+                                                 returning: Self.recordColumns)).rows
             guard let row = rows.first else { throw StoreError.unknownAccount(id) }
             return try Self.record(row)
         }
@@ -106,20 +100,29 @@ extension PostgresAccountStore {
         try Self.metadataBinds(record, into: &binds)
         binds.append(settings.tenant)
         binds.append(record.id)
-        binds.append(notifyPrefix)
-        let rows = try session.run(PostgresQuery(unsafeSQL: """
-            WITH changed AS (UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2) RETURNING id)
-            SELECT pg_notify('\(Self.channel)', $\(count + 3) || changed.id::text) FROM changed
-            """, binds: binds)).rows
+        let rows = try session.run(notifying(PostgresQuery(
+            unsafeSQL: "UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2)", binds: binds))).rows
         guard rows.count == 1 else { throw StoreError.unknownAccount(record.id) }
     }
 
     func clearDefault(_ session: PostgresSessionHandle, except id: UUID?, at: Date) throws {
-        try session.run("""
-            WITH changed AS (UPDATE account SET is_default = false, updated_at = \(at.storedSeconds)
-                WHERE tenant = \(settings.tenant) AND is_default AND id IS DISTINCT FROM \(id) RETURNING id)
-            SELECT pg_notify('blueskyd_accounts', \(notifyPrefix) || changed.id::text) FROM changed
-            """)
+        try session.run(notifying("""
+            UPDATE account SET is_default = false, updated_at = \(at.storedSeconds)
+            WHERE tenant = \(settings.tenant) AND is_default AND id IS DISTINCT FROM \(id)
+            """))
+    }
+
+    /// `statement` (an INSERT, UPDATE or DELETE of accounts, without RETURNING) with every row it
+    /// touches announced to the other hosts, in the same statement: the NOTIFY goes out when the
+    /// transaction commits, and never without it. The rows come back with `columns`.
+    func notifying(_ statement: PostgresQuery, returning columns: String = "id") -> PostgresQuery {
+        var query = statement
+        query.binds.append(notifyPrefix)
+        query.sql = """
+            WITH changed AS (\(statement.sql) RETURNING \(columns))
+            SELECT changed.*, pg_notify('\(Self.channel)', $\(query.binds.count) || changed.id::text) FROM changed
+            """
+        return query
     }
 
     /// The store error explaining why `record` would break a uniqueness rule, if it would.
