@@ -29,10 +29,10 @@ final class PostgresChangeListener: Sendable {
     }
 
     /// Starts listening. The first LISTEN is in place when this returns (when the database is
-    /// reachable), so a change committed after it is heard.
+    /// reachable), so a change committed after it is heard; when it is not, the reconnection
+    /// that follows reports `.everything`.
     func start(_ handler: @escaping @Sendable (StoreChange) -> Void) {
         let first = try? listen(handler).wait()
-        if first == nil { handler(.everything) }
         let loop = Task { [self] in await keepListening(after: first, handler) }
         state.withLock { $0.loop = loop }
     }
@@ -48,28 +48,35 @@ final class PostgresChangeListener: Sendable {
 
     private func keepListening(after first: PostgresConnection?, _ handler: @escaping @Sendable (StoreChange) -> Void) async {
         var connection = first
-        var failures = 0
+        var backoff = ConnectBackoff()
         while !Task.isCancelled, !state.withLock({ $0.stopped }) {
             if let connection {
+                let opened = NIODeadline.now()
                 try? await connection.closeFuture.get()
                 if Task.isCancelled || state.withLock({ $0.stopped }) { return }
                 logger.warning("lost the store connection that hears other hosts' changes; reconnecting")
+                // A connection that dies young counts as a failure: a server or proxy that drops
+                // every LISTEN connection must not have each host read every account again
+                // several times a second.
+                if NIODeadline.now() - opened < .seconds(30) {
+                    backoff.failed(reason: "the connection closed", now: .now())
+                } else {
+                    backoff.succeeded()
+                }
             }
             connection = nil
-            let delay = failures == 0 ? 0.2 : min(30, 0.5 * pow(2, Double(min(failures, 8))))
-            try? await Task.sleep(for: .seconds(delay * Double.random(in: 0.8...1)))
+            if let wait = backoff.remaining(now: .now()) { try? await Task.sleep(for: .nanoseconds(wait.nanoseconds)) }
             do {
                 connection = try await listen(handler).get()
-                failures = 0
                 // Whatever changed while nobody listened is read again.
                 handler(.everything)
                 logger.notice("listening for other hosts' changes again")
             } catch {
-                failures += 1
-                if failures == 1 {
+                if !backoff.isFailing {
                     logger.warning("cannot listen for other hosts' changes", metadata: [
                         "error": "\(PostgresErrorText.describe(error))"])
                 }
+                backoff.failed(reason: PostgresErrorText.describe(error), now: .now())
             }
         }
     }

@@ -40,15 +40,8 @@ final class PostgresConnectionPool: @unchecked Sendable {
     /// when it broke).
     func withConnection<T>(_ body: (PostgresSessionHandle) throws -> T) throws -> T {
         let connection = try checkOut()
-        let handle = PostgresSessionHandle(connection: connection, timeout: statementTimeout, logger: logger)
-        do {
-            let result = try body(handle)
-            checkIn(connection)
-            return result
-        } catch {
-            checkIn(connection)
-            throw error
-        }
+        defer { checkIn(connection) }
+        return try body(PostgresSessionHandle(connection: connection, timeout: statementTimeout, logger: logger))
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
@@ -155,9 +148,17 @@ struct ConnectBackoff {
 
     /// Why a caller is turned away now, or nil when a connection may be tried.
     func refusal(now: NIODeadline) -> String? {
+        guard let wait = remaining(now: now) else { return nil }
+        return "\(lastReason) (trying again in \(String(format: "%.1f", Double(wait.nanoseconds) / 1e9)) s)"
+    }
+
+    /// Whether the last tries failed (an episode is under way).
+    var isFailing: Bool { failures > 0 }
+
+    /// How long until the next try; nil when it may be now.
+    func remaining(now: NIODeadline) -> TimeAmount? {
         guard let retryAt, now < retryAt else { return nil }
-        let seconds = Double((retryAt - now).nanoseconds) / 1e9
-        return "\(lastReason) (trying again in \(String(format: "%.1f", seconds)) s)"
+        return retryAt - now
     }
 
     mutating func failed(reason: String, now: NIODeadline) {

@@ -46,7 +46,7 @@ struct SharedStoreTests {
         let record = Fixtures.record()
         try a.insert(record, secrets: Fixtures.secrets())
         let now = Date()
-        try a.claimRefresh(id: record.id, expecting: 1, at: now)
+        #expect(try a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
         let rotated = Fixtures.secrets()
         #expect(try a.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
                                            at: now, replacing: 1) == 2)
@@ -123,5 +123,52 @@ struct SharedStoreTests {
         let store = try SharedTestDatabase.openStore(tenant: "durable", key: SymmetricKey(size: .bits256))
         defer { try? store.close() }
         #expect(try store.synchronousCommit() == "on")
+    }
+
+    @Test("""
+        the database going away: calls fail at once with the reason and the backoff, the outage shows; \
+        once it is back the store works again and the listener asks for everything to be read again
+        """)
+    func databaseOutage() async throws {
+        let server = try PostgresServer.start()
+        defer { server.destroy() }
+        let password = PostgresServer.randomPassword()
+        try server.createDatabase("outage", owner: "blueskyd", password: password)
+        let settings = try PostgresStoreSettings(url: server.url(user: "blueskyd", database: "outage") + "?sslmode=disable",
+                                                 password: password, tenant: "outage")
+        let store = try PostgresAccountStore(settings: settings, key: SymmetricKey(size: .bits256), hostName: "h",
+                                             logger: Fixtures.logger)
+        defer { try? store.close() }
+        let (changes, continuation) = AsyncStream.makeStream(of: StoreChange.self)
+        store.observeChanges { continuation.yield($0) }
+        let record = Fixtures.record()
+        try store.insert(record, secrets: Fixtures.secrets())
+
+        try server.stop(mode: .fast)
+        #expect {
+            try store.markState(id: record.id, state: .retrying, reason: "x", at: Date(), endsRefresh: false)
+        } throws: { error in
+            if case StoreError.unreachable = error { return true }
+            return false
+        }
+        #expect(store.health.problem?.hasPrefix("store unavailable: ") == true)
+        // While the pool waits before trying again, a call is turned away without a try.
+        #expect {
+            try store.account(id: record.id)
+        } throws: { error in
+            "\(error)".contains("trying again in")
+        }
+
+        try server.start()
+        let deadline = ContinuousClock.now + .seconds(40)
+        var written = false
+        while !written, ContinuousClock.now < deadline {
+            written = (try? store.markState(id: record.id, state: .active, reason: nil, at: Date(), endsRefresh: false)) != nil
+            if !written { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        #expect(written, "the store reconnects by itself")
+        #expect(store.health.outage == nil)
+        var heard = changes.makeAsyncIterator()
+        #expect(await heard.next() == .everything, "the listener came back and asks for a full read")
     }
 }
