@@ -1,5 +1,6 @@
 import BlueskyStore
 import Foundation
+import JSONRPC
 
 extension AccountManager {
     /// Saves a session that just signed in, whichever way: a new account, or, for a DID
@@ -25,6 +26,7 @@ extension AccountManager {
                 throw .internalError("cannot save the account: \(error)")
             }
             await existing.adoptNewSession(record)
+            await scheduler.schedule(record.id, at: await existing.nextRefreshDate(), host: record.refreshHost)
             session = existing
             logger.info("account signed in again", metadata: [
                 "account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)",
@@ -38,15 +40,34 @@ extension AccountManager {
             } catch {
                 throw .internalError("cannot save the account: \(error)")
             }
-            session = AccountSession(record: record, environment: environment)
-            registry.insert(session, record: record)
-            await session.publish(.accountAdded)
+            session = await track(record)
             logger.info("account added", metadata: [
                 "account": "\(account)", "did": "\(record.did)", "auth": "\(record.authKind.rawValue)",
             ])
         }
-        await scheduler.schedule(record.id, at: await session.nextRefreshDate(), host: record.refreshHost)
         refreshProfileSoon(of: session)
         return (record, session)
+    }
+
+    /// Starts keeping an account the store holds: its session in the registry, `account.added`,
+    /// its place in the schedule.
+    @discardableResult
+    func track(_ record: AccountRecord) async -> AccountSession {
+        let session = AccountSession(record: record, environment: environment)
+        registry.insert(session, record: record)
+        await session.publish(.accountAdded)
+        await scheduler.schedule(record.id, at: await session.nextRefreshDate(), host: record.refreshHost)
+        return session
+    }
+
+    /// Stops keeping an account the store no longer holds, publishing `account.removed` with
+    /// `fields`. False when it was no longer kept.
+    @discardableResult
+    func forget(_ record: AccountRecord, fields: [String: JSONValue]) async -> Bool {
+        guard registry.remove(record) != nil else { return false }
+        await scheduler.remove(record.id)
+        environment.events.publish(.accountRemoved, account: record.eventKeys,
+                                   view: AccountView.json(record, nextRefreshAt: nil), fields: fields)
+        return true
     }
 }

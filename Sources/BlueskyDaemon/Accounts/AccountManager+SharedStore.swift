@@ -29,21 +29,14 @@ extension AccountManager {
         case (let session?, let stored?):
             await session.adoptStored(stored)
         case (let session?, nil):
-            let record = await session.record
-            guard registry.remove(record) != nil else { return }
-            await scheduler.remove(id)
-            environment.events.publish(.accountRemoved, account: record.eventKeys,
-                                       view: AccountView.json(record, nextRefreshAt: nil), fields: ["elsewhere": .bool(true)])
+            guard await forget(await session.record, fields: ["elsewhere": .bool(true)]) else { return }
             logger.info("account removed on another host", metadata: ["account": "\(id.uuidString.lowercased())"])
         case (nil, let stored?):
             if let other = registry.id(forDID: stored.did), let stale = try? registry.session(other.uuidString) {
                 // Removed and added again elsewhere under a new id: the old one is gone.
                 await apply(nil, id: stale.id)
             }
-            let added = AccountSession(record: stored, environment: environment)
-            registry.insert(added, record: stored)
-            await added.publish(.accountAdded)
-            await scheduler.schedule(id, at: await added.nextRefreshDate(), host: stored.refreshHost)
+            await track(stored)
             logger.info("account added on another host", metadata: ["account": "\(id.uuidString.lowercased())"])
         case (nil, nil):
             break

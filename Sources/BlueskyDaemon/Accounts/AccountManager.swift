@@ -120,11 +120,7 @@ final class AccountManager: Sendable {
         } catch {
             throw .internalError("cannot delete the account: \(error)")
         }
-        registry.remove(record)
-        await scheduler.remove(record.id)
-        environment.events.publish(.accountRemoved, account: record.eventKeys,
-                                   view: AccountView.json(record, nextRefreshAt: nil),
-                                   fields: ["serverSessionEnded": .bool(ended)])
+        await forget(record, fields: ["serverSessionEnded": .bool(ended)])
         logger.info("account removed", metadata: ["account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)"])
         return (record, ended)
     }

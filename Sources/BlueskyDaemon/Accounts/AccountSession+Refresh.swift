@@ -86,8 +86,8 @@ extension AccountSession {
             return try await adoptRefreshDoneElsewhere()
         case .held(let holder, let until):
             guard waitForHolder else {
+                // Only the schedule asks without waiting, and it comes back at nextRefreshDate().
                 heldElsewhereUntil = until
-                await environment.reschedule(id, nextRefreshDate())
                 throw DaemonError.upstreamUnavailable("another host (\(holder)) is refreshing this account",
                                                       retryAfter: until.timeIntervalSince(startedAt))
             }

@@ -9,21 +9,19 @@ extension AccountSession {
     /// this host rotated but has not saved yet stay, and their save finds the conflict.
     func adoptStored(_ stored: AccountRecord) async {
         guard stored != record else { return }
-        if stored.secretsVersion != record.secretsVersion {
+        let newTokens = stored.secretsVersion != record.secretsVersion
+        if newTokens {
             guard unsavedSecrets == nil else { return }
-            cachedSecrets = nil
-            cachedDPoPKey = nil
             heldElsewhereUntil = nil
             interruptedRefresh = nil
-            if stored.state == .active {
-                failedAttempts = 0
-                retryAt = nil
-                retryReason = nil
-            }
         }
-        if stored.state == .needsLogin {
+        if newTokens || stored.state == .needsLogin {
             cachedSecrets = nil
             cachedDPoPKey = nil
+        }
+        // New good tokens, or a verdict only a login changes: no backoff is left to wait out.
+        if (newTokens && stored.state == .active) || stored.state == .needsLogin {
+            failedAttempts = 0
             retryAt = nil
             retryReason = nil
         }
@@ -35,15 +33,13 @@ extension AccountSession {
     /// The claim found newer tokens than this host's: another host refreshed. Reads them and
     /// the record, and hands them to the waiting callers.
     func adoptRefreshDoneElsewhere() async throws(DaemonError) -> AccountSecrets {
-        let stored: AccountRecord?
+        let stored = try storedRecord()
         let secrets: AccountSecrets
         do {
-            stored = try environment.store.account(id: id)
             secrets = try environment.store.secrets(for: id)
         } catch {
-            throw .upstreamUnavailable(environment.store.health.problem ?? "cannot read the account: \(error)", retryAfter: nil)
+            throw storeUnreadable(error)
         }
-        guard let stored else { throw .accountNotFound(id.uuidString.lowercased()) }
         await adoptStored(stored)
         try requireUsable()
         logger.debug("tokens refreshed by another host", metadata: ["outcome": "adopted"])
@@ -60,13 +56,7 @@ extension AccountSession {
         while environment.now() < until.addingTimeInterval(1) {
             try? await Task.sleep(for: .seconds(pause))
             pause = min(pause * 2, 1)
-            let stored: AccountRecord?
-            do {
-                stored = try environment.store.account(id: id)
-            } catch {
-                throw .upstreamUnavailable(environment.store.health.problem ?? "cannot read the account: \(error)", retryAfter: nil)
-            }
-            guard let stored else { throw .accountNotFound(id.uuidString.lowercased()) }
+            let stored = try storedRecord()
             if stored.secretsVersion != version { return try await adoptRefreshDoneElsewhere() }
             if stored.refreshStartedAt == nil {
                 // The holder's refresh ended without new tokens: its verdict is the account's.
@@ -76,5 +66,21 @@ extension AccountSession {
             }
         }
         throw .upstreamUnavailable("another host (\(holder)) is refreshing this account and has not finished", retryAfter: 1)
+    }
+
+    /// The account as the store holds it now.
+    private func storedRecord() throws(DaemonError) -> AccountRecord {
+        let stored: AccountRecord?
+        do {
+            stored = try environment.store.account(id: id)
+        } catch {
+            throw storeUnreadable(error)
+        }
+        guard let stored else { throw .accountNotFound(id.uuidString.lowercased()) }
+        return stored
+    }
+
+    private func storeUnreadable(_ error: any Error) -> DaemonError {
+        .upstreamUnavailable(environment.store.health.problem ?? "cannot read the account: \(error)", retryAfter: nil)
     }
 }
