@@ -84,15 +84,4 @@ extension AccountStore {
             guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
         }
     }
-
-    /// The lease on an account's refresh as stored, for diagnostics and tests.
-    public func refreshLease(id: UUID) throws -> (owner: String, until: Date)? {
-        try performRead("reading a refresh lease") { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT lease_owner, lease_expires_at FROM account WHERE id = ?",
-                                             arguments: [id]),
-                  let owner: String = row["lease_owner"], let until: Double = row["lease_expires_at"]
-            else { return nil }
-            return (owner, Date(storedSeconds: until))
-        }
-    }
 }

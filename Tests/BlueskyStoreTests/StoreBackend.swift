@@ -29,6 +29,15 @@ enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     }
 }
 
+extension StoreBackend {
+    /// Runs `body` with a store of its own, closed and removed afterwards.
+    func withStore<T>(_ body: (any AccountStorage) throws -> T) throws -> T {
+        let opened = try open()
+        defer { opened.close() }
+        return try body(opened.store)
+    }
+}
+
 /// One opened store and what to remove afterwards.
 struct OpenedStore {
     let store: any AccountStorage

@@ -7,107 +7,104 @@ extension StoreContractTests {
     @Test("only refreshes write the mark: a metadata update from a stale record neither sets nor clears it",
           arguments: StoreBackend.allCases)
     func markIsItsOwnState(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        var record = Fixtures.record()
-        try store.insert(record, secrets: Fixtures.secrets())
-        let started = Date(timeIntervalSinceReferenceDate: 800_000_000)
-        #expect(try store.markRefreshStarted(id: record.id, at: started) == .granted(interruptedAt: nil))
+        try backend.withStore { store in
+            var record = Fixtures.record()
+            try store.insert(record, secrets: Fixtures.secrets())
+            let started = Date(timeIntervalSinceReferenceDate: 800_000_000)
+            #expect(try store.markRefreshStarted(id: record.id, at: started) == .granted(interruptedAt: nil))
 
-        record.handle = "renamed.test"  // a stale in-memory record: no mark in it
-        try store.update(record)
-        #expect(try store.account(id: record.id)?.refreshStartedAt == started, "a metadata write leaves the mark alone")
+            record.handle = "renamed.test"  // a stale in-memory record: no mark in it
+            try store.update(record)
+            #expect(try store.account(id: record.id)?.refreshStartedAt == started, "a metadata write leaves the mark alone")
 
-        record.refreshStartedAt = Date()
-        try store.endRefresh(id: record.id, state: .retrying, reason: "HTTP 503", at: Date())
-        let ended = try #require(try store.account(id: record.id))
-        #expect(ended.refreshStartedAt == nil && ended.state == .retrying && ended.stateReason == "HTTP 503")
-        try store.update(record)
-        #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "nor sets it")
+            record.refreshStartedAt = Date()
+            try store.endRefresh(id: record.id, state: .retrying, reason: "HTTP 503", at: Date())
+            let ended = try #require(try store.account(id: record.id))
+            #expect(ended.refreshStartedAt == nil && ended.state == .retrying && ended.stateReason == "HTTP 503")
+            try store.update(record)
+            #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "nor sets it")
 
-        try store.markRefreshStarted(id: record.id, at: started)
-        try store.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
-                                       refreshExpiresAt: nil, at: Date())
-        #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "a stored outcome clears it")
+            try store.markRefreshStarted(id: record.id, at: started)
+            try store.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
+                                           refreshExpiresAt: nil, at: Date())
+            #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "a stored outcome clears it")
+        }
     }
 
     @Test("a refresh: lease and mark, then one commit with the new session and the next version",
           arguments: StoreBackend.allCases)
     func refreshLifecycle(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let record = Fixtures.record()
-        try store.insert(record, secrets: Fixtures.secrets())
+        try backend.withStore { store in
+            let record = Fixtures.record()
+            try store.insert(record, secrets: Fixtures.secrets())
 
-        let started = Date()
-        #expect(try store.claimRefresh(id: record.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
-        #expect(try store.account(id: record.id)?.refreshStartedAt == started)
+            let started = Date()
+            #expect(try store.claimRefresh(id: record.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
+            #expect(try store.account(id: record.id)?.refreshStartedAt == started)
 
-        try store.markState(id: record.id, state: .retrying, reason: "connection reset", at: started)
-        let retrying = try #require(try store.account(id: record.id))
-        #expect(retrying.state == .retrying && retrying.stateReason == "connection reset")
-        #expect(retrying.refreshStartedAt == started, "a transient failure leaves the token's fate unknown")
-        #expect(try store.claimRefresh(id: record.id, expecting: 1, at: started.addingTimeInterval(5))
-                    == .granted(interruptedAt: started), "the next claim learns of the unfinished refresh")
+            try store.markState(id: record.id, state: .retrying, reason: "connection reset", at: started)
+            let retrying = try #require(try store.account(id: record.id))
+            #expect(retrying.state == .retrying && retrying.stateReason == "connection reset")
+            #expect(retrying.refreshStartedAt == started, "a transient failure leaves the token's fate unknown")
+            #expect(try store.claimRefresh(id: record.id, expecting: 1, at: started.addingTimeInterval(5))
+                        == .granted(interruptedAt: started), "the next claim learns of the unfinished refresh")
 
-        let rotated = Fixtures.secrets()
-        let finished = started.addingTimeInterval(6)
-        let accessExpiry = finished.addingTimeInterval(7200)
-        let refreshExpiry = finished.addingTimeInterval(90 * 86400)
-        #expect(try store.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: accessExpiry,
-                                               refreshExpiresAt: refreshExpiry, at: finished, replacing: 1) == 2)
-        let refreshed = try #require(try store.account(id: record.id))
-        #expect(refreshed.state == .active && refreshed.stateReason == nil && refreshed.refreshStartedAt == nil)
-        #expect(refreshed.lastRefreshAt == finished && refreshed.accessExpiresAt == accessExpiry
-                    && refreshed.refreshExpiresAt == refreshExpiry && refreshed.secretsVersion == 2)
-        #expect(try store.secrets(for: record.id) == rotated)
+            let rotated = Fixtures.secrets()
+            let finished = started.addingTimeInterval(6)
+            let accessExpiry = finished.addingTimeInterval(7200)
+            let refreshExpiry = finished.addingTimeInterval(90 * 86400)
+            #expect(try store.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: accessExpiry,
+                                                   refreshExpiresAt: refreshExpiry, at: finished, replacing: 1) == 2)
+            let refreshed = try #require(try store.account(id: record.id))
+            #expect(refreshed.state == .active && refreshed.stateReason == nil && refreshed.refreshStartedAt == nil)
+            #expect(refreshed.lastRefreshAt == finished && refreshed.accessExpiresAt == accessExpiry
+                        && refreshed.refreshExpiresAt == refreshExpiry && refreshed.secretsVersion == 2)
+            #expect(try store.secrets(for: record.id) == rotated)
 
-        #expect(try store.claimRefresh(id: record.id, expecting: 1, at: finished) == .superseded(version: 2),
-                "a claim from the old version is told that newer tokens exist")
-        #expect(throws: StoreError.tokensSuperseded(record.id)) {
-            try store.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
-                                           refreshExpiresAt: nil, at: finished, replacing: 1)
+            #expect(try store.claimRefresh(id: record.id, expecting: 1, at: finished) == .superseded(version: 2),
+                    "a claim from the old version is told that newer tokens exist")
+            #expect(throws: StoreError.tokensSuperseded(record.id)) {
+                try store.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
+                                               refreshExpiresAt: nil, at: finished, replacing: 1)
+            }
+            #expect(try store.secrets(for: record.id) == rotated, "a save over an old version changes nothing")
+
+            #expect(try store.claimRefresh(id: record.id, expecting: 2, at: finished) == .granted(interruptedAt: nil))
+            try store.markState(id: record.id, state: .needsLogin, reason: "ExpiredToken", at: finished, endsRefresh: true)
+            let refused = try #require(try store.account(id: record.id))
+            #expect(refused.state == .needsLogin && refused.stateReason == "ExpiredToken" && refused.refreshStartedAt == nil)
+
+            let missing = UUID()
+            #expect(throws: StoreError.unknownAccount(missing)) {
+                try store.saveRefreshedSession(id: missing, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
+                                               at: finished, replacing: 1)
+            }
+            #expect(throws: StoreError.unknownAccount(missing)) { try store.claimRefresh(id: missing, expecting: 1, at: finished) }
         }
-        #expect(try store.secrets(for: record.id) == rotated, "a save over an old version changes nothing")
-
-        try store.claimRefresh(id: record.id, expecting: 2, at: finished)
-        try store.markState(id: record.id, state: .needsLogin, reason: "ExpiredToken", at: finished, endsRefresh: true)
-        let refused = try #require(try store.account(id: record.id))
-        #expect(refused.state == .needsLogin && refused.stateReason == "ExpiredToken" && refused.refreshStartedAt == nil)
-
-        let missing = UUID()
-        #expect(throws: StoreError.unknownAccount(missing)) {
-            try store.saveRefreshedSession(id: missing, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
-                                           at: finished, replacing: 1)
-        }
-        #expect(throws: StoreError.unknownAccount(missing)) { try store.claimRefresh(id: missing, expecting: 1, at: finished) }
     }
 
     @Test("failing writes start one outage, with its first reason and a count; a successful write ends it",
           arguments: StoreBackend.allCases)
     func outageEpisodes(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let record = Fixtures.record()
-        try store.insert(record, secrets: Fixtures.secrets())
-        #expect(store.health.outage == nil)
+        try backend.withStore { store in
+            let record = Fixtures.record()
+            try store.insert(record, secrets: Fixtures.secrets())
+            #expect(store.health.outage == nil)
 
-        store.health.injectWriteFailures("database or disk is full")
-        for _ in 0..<3 { #expect(throws: StoreError.self) { try store.markRefreshStarted(id: record.id, at: Date()) } }
-        let outage = try #require(store.health.outage)
-        #expect(outage.reason == "database or disk is full" && outage.failedWrites == 3)
-        #expect(store.health.problem == "store unavailable: database or disk is full")
-        #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "nothing was written")
+            store.health.injectWriteFailures("database or disk is full")
+            for _ in 0..<3 { #expect(throws: StoreError.self) { try store.markRefreshStarted(id: record.id, at: Date()) } }
+            let outage = try #require(store.health.outage)
+            #expect(outage.reason == "database or disk is full" && outage.failedWrites == 3)
+            #expect(store.health.problem == "store unavailable: database or disk is full")
+            #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "nothing was written")
 
-        store.health.injectWriteFailures(nil)
-        try store.markRefreshStarted(id: record.id, at: Date())
-        #expect(store.health.outage == nil)
-        // A refusal that says nothing about the disk is no outage.
-        #expect(throws: StoreError.self) { try store.insert(record, secrets: Fixtures.secrets()) }
-        #expect(store.health.outage == nil)
+            store.health.injectWriteFailures(nil)
+            try store.markRefreshStarted(id: record.id, at: Date())
+            #expect(store.health.outage == nil)
+            // A refusal that says nothing about the disk is no outage.
+            #expect(throws: StoreError.self) { try store.insert(record, secrets: Fixtures.secrets()) }
+            #expect(store.health.outage == nil)
+        }
     }
 
     @Test("verifyKey: the right key passes; another key is found before any refresh", arguments: StoreBackend.allCases)

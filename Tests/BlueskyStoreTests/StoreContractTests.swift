@@ -9,130 +9,124 @@ struct StoreContractTests {
     @Test("a registered account reads back field for field, by id and by DID, with its secrets",
           arguments: StoreBackend.allCases)
     func roundTrip(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let now = Date(timeIntervalSinceReferenceDate: 810_000_000.123456)
-        var record = Fixtures.record(createdAt: now)
-        record.oauth = OAuthSessionInfo(issuer: "https://auth.example.test", tokenEndpoint: "https://auth.example.test/token",
-                                        revocationEndpoint: nil, scope: "atproto transition:generic", sessionStartedAt: now,
-                                        clientKind: .loopback, clientID: "http://localhost", clientKeyID: nil)
-        record.authKind = .oauth
-        record.accessExpiresAt = now.addingTimeInterval(3600)
-        record.profile = AccountProfile(displayName: "Ünïcode ✓", avatar: nil, description: "about", fetchedAt: now)
-        let secrets = AccountSecrets(accessToken: "access-1", refreshToken: "refresh-1", dpopPrivateKey: Data([1, 2, 3]))
-        try store.insert(record, secrets: secrets)
-        #expect(try store.account(id: record.id) == record)
-        #expect(try store.account(did: record.did) == record)
-        #expect(try store.secrets(for: record.id) == secrets)
-        #expect(try store.count() == 1)
-        #expect(try store.account(id: UUID()) == nil)
-        #expect(throws: StoreError.self) { try store.secrets(for: UUID()) }
+        try backend.withStore { store in
+            let now = Date(timeIntervalSinceReferenceDate: 810_000_000.123456)
+            var record = Fixtures.record(createdAt: now)
+            record.oauth = OAuthSessionInfo(issuer: "https://auth.example.test", tokenEndpoint: "https://auth.example.test/token",
+                                            revocationEndpoint: nil, scope: "atproto transition:generic", sessionStartedAt: now,
+                                            clientKind: .loopback, clientID: "http://localhost", clientKeyID: nil)
+            record.authKind = .oauth
+            record.accessExpiresAt = now.addingTimeInterval(3600)
+            record.profile = AccountProfile(displayName: "Ünïcode ✓", avatar: nil, description: "about", fetchedAt: now)
+            let secrets = AccountSecrets(accessToken: "access-1", refreshToken: "refresh-1", dpopPrivateKey: Data([1, 2, 3]))
+            try store.insert(record, secrets: secrets)
+            #expect(try store.account(id: record.id) == record)
+            #expect(try store.account(did: record.did) == record)
+            #expect(try store.secrets(for: record.id) == secrets)
+            #expect(try store.count() == 1)
+            #expect(try store.account(id: UUID()) == nil)
+            #expect(throws: StoreError.self) { try store.secrets(for: UUID()) }
+        }
     }
 
     @Test("a DID registers once; a batch with a repeated DID inserts nothing", arguments: StoreBackend.allCases)
     func uniqueDIDs(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let first = Fixtures.record(did: "did:plc:same")
-        try store.insert(first, secrets: Fixtures.secrets())
-        #expect(throws: StoreError.duplicateDID(existing: first.id)) {
-            try store.insert(Fixtures.record(did: "did:plc:same"), secrets: Fixtures.secrets())
+        try backend.withStore { store in
+            let first = Fixtures.record(did: "did:plc:same")
+            try store.insert(first, secrets: Fixtures.secrets())
+            #expect(throws: StoreError.duplicateDID(existing: first.id)) {
+                try store.insert(Fixtures.record(did: "did:plc:same"), secrets: Fixtures.secrets())
+            }
+            let batch = [(Fixtures.record(), Fixtures.secrets()), (Fixtures.record(did: "did:plc:same"), Fixtures.secrets())]
+            #expect(throws: StoreError.self) { try store.insert(contentsOf: batch.map { (record: $0.0, secrets: $0.1) }) }
+            #expect(try store.count() == 1)
         }
-        let batch = [(Fixtures.record(), Fixtures.secrets()), (Fixtures.record(did: "did:plc:same"), Fixtures.secrets())]
-        #expect(throws: StoreError.self) { try store.insert(contentsOf: batch.map { (record: $0.0, secrets: $0.1) }) }
-        #expect(try store.count() == 1)
     }
 
     @Test("metadata updates, oldest first listing, and removal", arguments: StoreBackend.allCases)
     func updatesAndListing(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
-        let records = (0..<5).map { Fixtures.record(createdAt: base.addingTimeInterval(Double(4 - $0))) }
-        try store.insert(contentsOf: records.map { (record: $0, secrets: Fixtures.secrets()) })
-        #expect(try store.allAccounts().map(\.id) == records.reversed().map(\.id))
-        var seen: [UUID] = []
-        try store.forEachAccount { seen.append($0.id) }
-        #expect(seen == records.reversed().map(\.id))
+        try backend.withStore { store in
+            let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
+            let records = (0..<5).map { Fixtures.record(createdAt: base.addingTimeInterval(Double(4 - $0))) }
+            try store.insert(contentsOf: records.map { (record: $0, secrets: Fixtures.secrets()) })
+            #expect(try store.allAccounts().map(\.id) == records.reversed().map(\.id))
+            var seen: [UUID] = []
+            try store.forEachAccount { seen.append($0.id) }
+            #expect(seen == records.reversed().map(\.id))
 
-        var changed = records[0]
-        changed.handle = "new.example.test"
-        changed.state = .retrying
-        changed.stateReason = "HTTP 503"
-        try store.update(changed)
-        #expect(try store.account(id: changed.id) == changed)
-        let unknown = Fixtures.record()
-        #expect(throws: StoreError.unknownAccount(unknown.id)) { try store.update(unknown) }
-        #expect(try store.delete(id: records[1].id).id == records[1].id)
-        #expect(throws: StoreError.unknownAccount(records[1].id)) { try store.delete(id: records[1].id) }
-        #expect(try store.count() == 4)
+            var changed = records[0]
+            changed.handle = "new.example.test"
+            changed.state = .retrying
+            changed.stateReason = "HTTP 503"
+            try store.update(changed)
+            #expect(try store.account(id: changed.id) == changed)
+            let unknown = Fixtures.record()
+            #expect(throws: StoreError.unknownAccount(unknown.id)) { try store.update(unknown) }
+            #expect(try store.delete(id: records[1].id).id == records[1].id)
+            #expect(throws: StoreError.unknownAccount(records[1].id)) { try store.delete(id: records[1].id) }
+            #expect(try store.count() == 4)
+        }
     }
 
     @Test("one default at most; removing it leaves none", arguments: StoreBackend.allCases)
     func defaultAccount(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let (a, b) = (Fixtures.record(isDefault: true), Fixtures.record())
-        try store.insert(a, secrets: Fixtures.secrets())
-        try store.insert(b, secrets: Fixtures.secrets())
-        try store.setDefault(id: b.id)
-        #expect(try store.allAccounts().filter(\.isDefault).map(\.id) == [b.id])
-        let unknown = UUID()
-        #expect(throws: StoreError.unknownAccount(unknown)) { try store.setDefault(id: unknown) }
-        try store.delete(id: b.id)
-        #expect(try store.allAccounts().filter(\.isDefault).isEmpty)
-        try store.setDefault(id: a.id)
-        try store.clearDefault()
-        #expect(try store.allAccounts().filter(\.isDefault).isEmpty)
+        try backend.withStore { store in
+            let (a, b) = (Fixtures.record(isDefault: true), Fixtures.record())
+            try store.insert(a, secrets: Fixtures.secrets())
+            try store.insert(b, secrets: Fixtures.secrets())
+            try store.setDefault(id: b.id)
+            #expect(try store.allAccounts().filter(\.isDefault).map(\.id) == [b.id])
+            let unknown = UUID()
+            #expect(throws: StoreError.unknownAccount(unknown)) { try store.setDefault(id: unknown) }
+            try store.delete(id: b.id)
+            #expect(try store.allAccounts().filter(\.isDefault).isEmpty)
+            try store.setDefault(id: a.id)
+            try store.clearDefault()
+            #expect(try store.allAccounts().filter(\.isDefault).isEmpty)
+        }
     }
 
     @Test("a new login replaces the session in place: same id and default, the next version, no old nonces",
           arguments: StoreBackend.allCases)
     func replaceSession(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let record = Fixtures.record(isDefault: true)
-        try store.insert(record, secrets: Fixtures.secrets())
-        try store.saveDPoPNonces([StoredDPoPNonce(account: record.id, origin: "https://pds.example.test", nonce: "n1",
-                                                  receivedAt: Date())])
-        #expect(try store.allDPoPNonces().count == 1)
-        var again = record
-        again.handle = "again.example.test"
-        let secrets = Fixtures.secrets()
-        #expect(try store.replaceSession(again, secrets: secrets) == 2)
-        let stored = try #require(try store.account(id: record.id))
-        #expect(stored.handle == "again.example.test" && stored.isDefault && stored.secretsVersion == 2)
-        #expect(try store.secrets(for: record.id) == secrets)
-        #expect(try store.allDPoPNonces().isEmpty)
-        try store.setProfile(id: record.id, AccountProfile(displayName: "Name", avatar: "https://a/b", description: nil,
-                                                           fetchedAt: Date(timeIntervalSinceReferenceDate: 1)))
-        #expect(try store.account(id: record.id)?.profile?.displayName == "Name")
+        try backend.withStore { store in
+            let record = Fixtures.record(isDefault: true)
+            try store.insert(record, secrets: Fixtures.secrets())
+            try store.saveDPoPNonces([StoredDPoPNonce(account: record.id, origin: "https://pds.example.test", nonce: "n1",
+                                                      receivedAt: Date())])
+            #expect(try store.allDPoPNonces().count == 1)
+            var again = record
+            again.handle = "again.example.test"
+            let secrets = Fixtures.secrets()
+            #expect(try store.replaceSession(again, secrets: secrets) == 2)
+            let stored = try #require(try store.account(id: record.id))
+            #expect(stored.handle == "again.example.test" && stored.isDefault && stored.secretsVersion == 2)
+            #expect(try store.secrets(for: record.id) == secrets)
+            #expect(try store.allDPoPNonces().isEmpty)
+            try store.setProfile(id: record.id, AccountProfile(displayName: "Name", avatar: "https://a/b", description: nil,
+                                                               fetchedAt: Date(timeIntervalSinceReferenceDate: 1)))
+            #expect(try store.account(id: record.id)?.profile?.displayName == "Name")
+        }
     }
 
     @Test("client signing keys: sealed, listed oldest first, removed only when unused", arguments: StoreBackend.allCases)
     func clientKeys(_ backend: StoreBackend) throws {
-        let opened = try backend.open()
-        defer { opened.close() }
-        let store = opened.store
-        let key = StoredClientKey(keyID: "k1", privateKey: Data(repeating: 7, count: 32),
-                                  createdAt: Date(timeIntervalSinceReferenceDate: 5))
-        try store.addClientKey(key)
-        #expect(try store.clientKeys() == [key])
-        var record = Fixtures.record()
-        record.authKind = .oauth
-        record.oauth = OAuthSessionInfo(issuer: "https://auth.example.test", tokenEndpoint: "https://auth.example.test/t",
-                                        revocationEndpoint: nil, scope: "atproto", sessionStartedAt: Date(),
-                                        clientKind: .confidential, clientID: "https://c.example.test/m.json", clientKeyID: "k1")
-        try store.insert(record, secrets: Fixtures.secrets())
-        #expect(try store.clientKeyIDsInUse() == ["k1"])
-        #expect(try store.removeClientKey("k1") == false)
-        try store.delete(id: record.id)
-        #expect(try store.removeClientKey("k1") == true)
-        #expect(try store.clientKeys().isEmpty)
+        try backend.withStore { store in
+            let key = StoredClientKey(keyID: "k1", privateKey: Data(repeating: 7, count: 32),
+                                      createdAt: Date(timeIntervalSinceReferenceDate: 5))
+            try store.addClientKey(key)
+            #expect(try store.clientKeys() == [key])
+            var record = Fixtures.record()
+            record.authKind = .oauth
+            record.oauth = OAuthSessionInfo(issuer: "https://auth.example.test", tokenEndpoint: "https://auth.example.test/t",
+                                            revocationEndpoint: nil, scope: "atproto", sessionStartedAt: Date(),
+                                            clientKind: .confidential, clientID: "https://c.example.test/m.json", clientKeyID: "k1")
+            try store.insert(record, secrets: Fixtures.secrets())
+            #expect(try store.clientKeyIDsInUse() == ["k1"])
+            #expect(try store.removeClientKey("k1") == false)
+            try store.delete(id: record.id)
+            #expect(try store.removeClientKey("k1") == true)
+            #expect(try store.clientKeys().isEmpty)
+        }
     }
 }
