@@ -51,16 +51,14 @@ final class HTTP1ExchangeHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// Writes `head` (and `body`) and completes `promise` with the answer.
-    /// - Parameter reused: the connection served a request before (only then can the server
-    ///   have closed it while it sat idle, which the kernel is asked about before writing).
-    func start(head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int, timeout: TimeAmount, reused: Bool,
+    func start(head: HTTPRequestHead, body: ByteBuffer?, maxBodyBytes: Int, timeout: TimeAmount,
                promise: EventLoopPromise<InboundResponse>) {
         guard let context, pending == nil else {
             promise.fail(HTTP1ExchangeFailure.notSent)
             return
         }
         // Checked before the first byte goes out: a close seen only afterwards is ambiguous.
-        guard context.channel.isActive, !(reused && Self.peerHasClosed(context.channel)) else {
+        guard context.channel.isActive else {
             promise.fail(HTTP1ExchangeFailure.notSent)
             context.close(promise: nil)
             return

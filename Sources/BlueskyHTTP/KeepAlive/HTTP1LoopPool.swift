@@ -65,7 +65,7 @@ final class HTTP1LoopPool: @unchecked Sendable {
         acquire(origin, deadline: deadline).flatMap { connection, reused in
             let promise = self.loop.makePromise(of: InboundResponse.self)
             connection.handler.start(head: head, body: body, maxBodyBytes: maxBodyBytes,
-                                     timeout: max(deadline - .now(), .zero), reused: reused, promise: promise)
+                                     timeout: max(deadline - .now(), .zero), promise: promise)
             return promise.futureResult.flatMapError { error in
                 guard reused, mayRetry, let failure = error as? HTTP1ExchangeFailure,
                       failure.allowsRetry(of: head.method) else {
@@ -128,7 +128,11 @@ final class HTTP1LoopPool: @unchecked Sendable {
         while let connection = idle[origin]?.popLast() {
             connection.idleTimer?.cancel()
             connection.idleTimer = nil
-            if connection.channel.isActive, !connection.handler.isBusy { return connection }
+            // A server closes idle connections together (its idle timeout): ask the kernel
+            // about each one here, so that every dead one is passed over before a request is
+            // written, not only the first.
+            if connection.channel.isActive, !connection.handler.isBusy,
+               !HTTP1ExchangeHandler.peerHasClosed(connection.channel) { return connection }
             connection.channel.close(promise: nil)
         }
         return nil

@@ -1,5 +1,4 @@
 import Foundation
-import WebBasics
 
 /// Where a keep-alive connection goes: scheme, host and port, which is what two requests
 /// must share to use the same connection.
@@ -15,7 +14,7 @@ struct HTTP1Origin: Hashable, Sendable {
         isTLS = scheme == "https"
         // Foundation keeps the brackets of an IPv6 literal on some platforms and not on others.
         self.host = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        port = url.port ?? URLOrigin.defaultPort(scheme: scheme)!
+        port = url.port ?? (isTLS ? 443 : 80)
     }
 
     private var defaultPort: Int { isTLS ? 443 : 80 }
