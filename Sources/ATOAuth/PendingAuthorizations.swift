@@ -82,6 +82,12 @@ public final class PendingAuthorizations: Sendable {
         return (authorization, code)
     }
 
+    /// Why a state no login is waiting for is refused, without consuming anything: a state
+    /// answered before, or one never issued (or forgotten).
+    public func verdict(forStrayState state: String) -> CallbackError {
+        storage.withLock { $0.usedSet.contains(state) ? .stateAlreadyUsed : .unknownState }
+    }
+
     /// Forgets logins started more than ``lifetime`` ago.
     public func removeExpired(now: Date = Date()) {
         storage.withLock { storage in

@@ -131,7 +131,7 @@ extension AccountManager {
         }
         // A state of another login (or none) is refused without consuming anything.
         if let state = callback.state, state != attempt.state {
-            throw .oauthLogin(environment.oauth.logins.verdict(forStrayState: state, now: environment.now()))
+            throw .oauthLogin(environment.oauth.logins.verdict(forStrayState: state))
         }
         switch await finishOAuthLogin(attempt, callback: callback) {
         case .success(let id): return id
@@ -164,7 +164,7 @@ extension AccountManager {
         if let attempt {
             outcome = await finishOAuthLogin(attempt, callback: callback)
         } else {
-            outcome = .failure(environment.oauth.logins.verdict(forStrayState: callback.state ?? "", now: environment.now()))
+            outcome = .failure(environment.oauth.logins.verdict(forStrayState: callback.state ?? ""))
         }
         switch outcome {
         case .success: return .init(status: .ok, text: "You are logged in to blueskyd. You can close this tab.\n")

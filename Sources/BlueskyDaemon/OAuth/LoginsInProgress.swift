@@ -48,14 +48,10 @@ final class LoginsInProgress: Sendable {
     }
 
     /// Why a state that names no login in progress is refused: used before, or never issued.
-    func verdict(forStrayState state: String, now: Date) -> OAuthLoginFailure {
-        if attempt(state: state) != nil { return .stateUnknown }
-        do {
-            _ = try authorizations.complete(AuthorizationCallback(state: state), now: now)
-            return .stateUnknown
-        } catch {
-            return OAuthLoginFailure(error)
-        }
+    /// Asks without consuming: a stray state arriving while a real login is being added must
+    /// not use that login's state up.
+    func verdict(forStrayState state: String) -> OAuthLoginFailure {
+        OAuthLoginFailure(authorizations.verdict(forStrayState: state))
     }
 
     /// Forgets the logins started longer than `lifetime` ago and returns them (to be ended).
