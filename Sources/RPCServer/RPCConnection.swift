@@ -123,7 +123,11 @@ struct RPCConnection: Sendable {
         while let stream = await outlet.nextStartedStream() {
             do {
                 while let lines = await stream.nextLines() {
-                    for line in lines { try await write(line) }
+                    // One buffer and one flush per batch (a `since` replay is up to 16,384 lines).
+                    var batch = ByteBuffer()
+                    batch.reserveCapacity(lines.reduce(0) { $0 + $1.count })
+                    for line in lines { batch.writeBytes(line) }
+                    try await channel.channel.writeAndFlush(batch)
                 }
                 outlet.streamFinished(stream)
             } catch {

@@ -16,13 +16,11 @@ public protocol RPCNotificationStream: AnyObject, Sendable {
 
 /// Where a request sits in its connection: the stream a handler starts begins after this
 /// request's reply (a reply is written in request order), never before it.
-public struct RPCRequestPosition: Sendable, Hashable, Comparable {
+public struct RPCRequestPosition: Sendable, Hashable {
     /// Counts request lines (a batch is one) from 0 on each connection.
     public var line: Int
 
     public init(line: Int) {
         self.line = line
     }
-
-    public static func < (lhs: Self, rhs: Self) -> Bool { lhs.line < rhs.line }
 }

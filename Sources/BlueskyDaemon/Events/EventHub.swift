@@ -81,7 +81,9 @@ final class EventHub: Sendable {
                 if since > state.latest || since + 1 < oldest {
                     subscription.startWithGap(since: since, oldest: oldest, latest: state.latest)
                 } else {
-                    subscription.replay(state.history.filter { $0.seq > since })
+                    // Sequence numbers in the history are consecutive: skip to `since` instead of
+                    // scanning 16,384 events while every publisher waits on the lock.
+                    subscription.replay(Array(state.history.dropFirst(Int(since + 1 - oldest))))
                 }
             }
             state.subscribers[ObjectIdentifier(subscription)] = subscription
