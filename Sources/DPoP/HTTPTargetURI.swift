@@ -56,6 +56,6 @@ public struct HTTPTargetURI: Sendable, Hashable, CustomStringConvertible {
             ?? bytes.endIndex
         let path = bytes[authorityEnd..<pathEnd]
         self.origin = origin.string
-        string = origin.string + (path.isEmpty ? "/" : String(decoding: path, as: UTF8.self))
+        string = self.origin + (path.isEmpty ? "/" : String(decoding: path, as: UTF8.self))
     }
 }

@@ -53,7 +53,10 @@ public struct URLOrigin: Sendable, Hashable, CustomStringConvertible {
     // ASCII only: URL schemes and hosts as these callers pass them are ASCII (an IDN host
     // arrives as punycode), and locale-aware lowercasing could map a byte outside it.
     private static func lowercased(_ text: some StringProtocol) -> String {
-        String(decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 },
+        let isUpper = { (byte: UInt8) in byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") }
+        // The usual case, already lower case: no copy (each DPoP call parses its target twice).
+        if !text.utf8.contains(where: isUpper) { return String(text) }
+        return String(decoding: text.utf8.map { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") ? $0 | 0x20 : $0 },
                as: UTF8.self)
     }
 }
