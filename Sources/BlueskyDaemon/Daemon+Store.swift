@@ -40,20 +40,22 @@ extension Daemon {
     /// the store key, must not be readable by other users); nil when neither is given.
     private func storePassword(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
         var path = configuration.storePasswordFile
+        var fromCredential = false
         if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
             let credential = credentials + "/" + Self.storePasswordCredential
-            if FileManager.default.fileExists(atPath: credential) { path = credential }
+            if FileManager.default.fileExists(atPath: credential) { (path, fromCredential) = (credential, true) }
         }
         guard let path else { return nil }
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw StoreError.keyUnavailable(path: path, reason: "cannot read the store password: \(String(cString: strerror(errno)))")
+            throw DaemonStartupError("cannot read the store password file \(path): \(String(cString: strerror(errno)))")
         }
-        if !path.hasPrefix(environment["CREDENTIALS_DIRECTORY"] ?? "\u{0}"), UInt32(info.st_mode) & 0o077 != 0 {
-            throw StoreError.keyUnavailable(path: path, reason: "the store password file is readable by other users; run `chmod 600 \(path)`")
+        // systemd's credentials are private to the service whatever their mode.
+        if !fromCredential, UInt32(info.st_mode) & 0o077 != 0 {
+            throw DaemonStartupError("the store password file \(path) is readable by other users; run `chmod 600 \(path)`")
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw StoreError.keyUnavailable(path: path, reason: "cannot read the store password")
+            throw DaemonStartupError("cannot read the store password file \(path)")
         }
         return String(text.trimmingSuffix(while: \.isNewline))
     }

@@ -30,6 +30,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     /// Newer tokens than the ones a refresh started from are stored (another host refreshed the
     /// account, or a login replaced its session); the refresh's own result is not saved.
     case tokensSuperseded(UUID)
+    /// A store setting that cannot be used (`store_url`, `tenant`), said as the fix.
+    case invalidSetting(String)
     /// The database cannot be reached (connection refused or lost, authentication failed).
     case unreachable(location: String, reason: String)
     /// A database error, with what the store was doing at the time.
@@ -69,6 +71,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             return "cannot lock \(path): \(reason)"
         case .tokensSuperseded(let id):
             return "newer tokens of account \(id.uuidString.lowercased()) were stored by another host"
+        case .invalidSetting(let reason):
+            return reason
         case .unreachable(let location, let reason):
             return "cannot reach the account database \(location): \(reason)"
         case .database(let context, let reason):

@@ -50,7 +50,7 @@ public struct PostgresStoreSettings: Sendable, Equatable {
         self.sslRootCertificateFile = parsed.rootCertificates
         self.password = password
         guard Self.isValidTenant(tenant) else {
-            throw .unreachable(location: url, reason: "the tenant \"\(tenant)\" must be 1 to 64 letters, digits, '.', '_' or '-'")
+            throw .invalidSetting("the tenant \"\(tenant)\" must be 1 to 64 letters, digits, '.', '_' or '-'")
         }
         self.tenant = tenant
         self.leaseDuration = leaseDuration
@@ -68,7 +68,7 @@ public struct PostgresStoreSettings: Sendable, Equatable {
 
     private static func parse(_ text: String) throws(StoreError) -> (host: String, port: Int, user: String, database: String,
                                                                      sslMode: SSLMode, rootCertificates: String?) {
-        func refuse(_ reason: String) -> StoreError { .unreachable(location: "store_url", reason: reason) }
+        func refuse(_ reason: String) -> StoreError { .invalidSetting(reason) }
         guard let components = URLComponents(string: text),
               let scheme = components.scheme?.lowercased(), ["postgresql", "postgres"].contains(scheme)
         else { throw refuse("store_url must look like postgresql://user@host:5432/database") }
