@@ -136,14 +136,14 @@ extension AuthorizationServer {
             scope: session.scope, issuedAt: issuedAt, expiresAt: issuedAt + lifetime, jti: Encodings.randomToken(),
             thumbprint: session.thumbprint)
         let refreshToken = "ref-" + Encodings.randomToken(bytes: 32)
-        storage.accessTokens[claims.jti] = session.id
-        storage.latestAccessExpiry[session.id] = Date(timeIntervalSince1970: TimeInterval(claims.expiresAt))
         // An unused refresh token lapses: after the session's lifetime for public clients, after
         // the idle limit for confidential ones (whose sessions live far longer).
         let idleLimit = session.clientKeyID == nil
             ? context.configuration.oauthSessionLifetime : context.configuration.oauthConfidentialRefreshIdleLifetime
-        storage.refreshTokens[refreshToken] = RefreshTokenEntry(
-            sessionID: session.id, expiresAt: now.addingTimeInterval(idleLimit.seconds))
+        storage.recordIssuedTokens(
+            sessionID: session.id, accessJTI: claims.jti,
+            accessExpiresAt: Date(timeIntervalSince1970: TimeInterval(claims.expiresAt)),
+            refreshToken: refreshToken, refreshTokenExpiresAt: now.addingTimeInterval(idleLimit.seconds))
         return .json([
             "access_token": .string(tokens.sign(claims)),
             "token_type": "DPoP",

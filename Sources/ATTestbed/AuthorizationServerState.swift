@@ -86,6 +86,14 @@ extension AuthorizationServerState.Storage {
         return true
     }
 
+    /// Records an access token and a refresh token issued for a session, by a grant or by minting.
+    mutating func recordIssuedTokens(sessionID: String, accessJTI: String, accessExpiresAt: Date,
+                                     refreshToken: String, refreshTokenExpiresAt: Date) {
+        accessTokens[accessJTI] = sessionID
+        latestAccessExpiry[sessionID] = accessExpiresAt
+        refreshTokens[refreshToken] = RefreshTokenEntry(sessionID: sessionID, expiresAt: refreshTokenExpiresAt)
+    }
+
     /// Forgets requests and codes past their lifetime, so a long run does not accumulate them.
     mutating func pruneExpired(now: Date) {
         pushedRequests = pushedRequests.filter { $0.value.expiresAt > now }

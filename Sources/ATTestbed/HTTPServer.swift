@@ -110,7 +110,7 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
                 let (version, omitBody) = (requestHead.version, requestHead.method == .HEAD)
                 context.eventLoop.scheduleTask(in: .nanoseconds(Int64(delay.components.seconds) * 1_000_000_000
-                                                                + delay.components.attoseconds / 1_000_000_000)) {
+                                                                + delay.components.attoseconds / 1_000_000_000)) { [keepAlive] in
                     let (handler, context) = bound.value
                     guard context.channel.isActive else { return }
                     handler.write(response, version: version, keepAlive: keepAlive, omitBody: omitBody, context: context)

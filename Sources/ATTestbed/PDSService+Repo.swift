@@ -33,25 +33,35 @@ extension PDSService {
         ["uri": .string("at://\(did)/\(collection)/\(record.rkey)"), "cid": .string(record.cid), "value": record.value]
     }
 
+    private func requiredRecord(in body: [String: JSONValue]) throws(XRPCError) -> [String: JSONValue] {
+        guard let record = body["record"]?.objectValue else {
+            throw .invalidRequest("Input must have the property \"record\"")
+        }
+        return record
+    }
+
+    /// A create's or put's reply: the record's URI and CID, and a new commit.
+    private func writeReply(_ did: String, _ collection: String, _ stored: StoredRecord) -> TestbedResponse {
+        .json([
+            "uri": .string("at://\(did)/\(collection)/\(stored.rkey)"),
+            "cid": .string(stored.cid),
+            "commit": context.makeCommit(),
+            "validationStatus": "valid",
+        ])
+    }
+
     func createRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
         let auth = try authenticateAccess(request)
         let body = try jsonBody(request)
         let target = try writableRepo(try requiredString("repo", in: body), auth: auth)
         let collection = try validCollection(try requiredString("collection", in: body))
-        guard let record = body["record"]?.objectValue else {
-            throw .invalidRequest("Input must have the property \"record\"")
-        }
+        let record = try requiredRecord(in: body)
         let rkey = body["rkey"]?.stringValue
         if let rkey, !RecordKey.isValid(rkey) { throw .invalidRequest("Invalid record key: \(rkey)") }
         guard let stored = context.storeRecord(in: target, collection: collection, rkey: rkey, record: record) else {
             throw .invalidRequest("Record already exists: at://\(target.did)/\(collection)/\(rkey ?? "")")
         }
-        return .json([
-            "uri": .string("at://\(target.did)/\(collection)/\(stored.rkey)"),
-            "cid": .string(stored.cid),
-            "commit": context.makeCommit(),
-            "validationStatus": "valid",
-        ])
+        return writeReply(target.did, collection, stored)
     }
 
     func getRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
@@ -88,17 +98,12 @@ extension PDSService {
     func putRecord(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
         let (body, target, collection, rkey) = try recordWrite(request)
         guard RecordKey.isValid(rkey) else { throw .invalidRequest("Invalid record key: \(rkey)") }
-        guard let record = body["record"]?.objectValue else {
-            throw .invalidRequest("Input must have the property \"record\"")
-        }
+        let record = try requiredRecord(in: body)
         _ = context.deleteRecord(in: target, collection: collection, rkey: rkey)
         guard let stored = context.storeRecord(in: target, collection: collection, rkey: rkey, record: record) else {
             throw .invalidRequest("Record could not be written: at://\(target.did)/\(collection)/\(rkey)")
         }
-        return .json([
-            "uri": .string("at://\(target.did)/\(collection)/\(stored.rkey)"), "cid": .string(stored.cid),
-            "commit": context.makeCommit(), "validationStatus": "valid",
-        ])
+        return writeReply(target.did, collection, stored)
     }
 
     /// The caller's own repo, the collection and the record key a put or delete names.

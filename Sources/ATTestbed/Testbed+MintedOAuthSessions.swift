@@ -138,8 +138,7 @@ extension AuthorizationServerState.Storage {
     /// Records a minted session and its tokens as the code exchange records a new one.
     mutating func record(_ grant: MintedGrant, refreshTokenExpiresAt: Date) {
         sessions[grant.session.id] = grant.session
-        accessTokens[grant.accessJTI] = grant.session.id
-        latestAccessExpiry[grant.session.id] = grant.accessExpiresAt
-        refreshTokens[grant.refreshToken] = RefreshTokenEntry(sessionID: grant.session.id, expiresAt: refreshTokenExpiresAt)
+        recordIssuedTokens(sessionID: grant.session.id, accessJTI: grant.accessJTI, accessExpiresAt: grant.accessExpiresAt,
+                           refreshToken: grant.refreshToken, refreshTokenExpiresAt: refreshTokenExpiresAt)
     }
 }

@@ -38,89 +38,89 @@ struct OAuthClientTests {
 
     @Test("A hosted public client logs in; its metadata is served at clients.<domain>")
     func hostedPublicClient() async throws {
-        let fixture = try await OAuthFixture.start()
-        let account = await fixture.testbed.createAccount(AccountSpec(name: "alice"))
-        let client = try publishPublicClient(fixture)
-        let served = try await fixture.get(client.clientID)
-        #expect(served.status == 200)
-        let login = try await fixture.login(account, client: client)
-        #expect(try await fixture.getSession(login).status == 200)
-        // A redirect URI the document does not list is refused.
-        let endpoints = try await fixture.discover()
-        let error = await #expect(throws: OAuthClientError.self) {
-            try await fixture.push(account, endpoints: endpoints, client: client,
-                                   redirectURI: "https://app.example.com/elsewhere")
+        try await OAuthFixture.with { fixture in
+            let account = await fixture.testbed.createAccount(AccountSpec(name: "alice"))
+            let client = try publishPublicClient(fixture)
+            let served = try await fixture.get(client.clientID)
+            #expect(served.status == 200)
+            let login = try await fixture.login(account, client: client)
+            #expect(try await fixture.getSession(login).status == 200)
+            // A redirect URI the document does not list is refused.
+            let endpoints = try await fixture.discover()
+            let error = await #expect(throws: OAuthClientError.self) {
+                try await fixture.push(account, endpoints: endpoints, client: client,
+                                       redirectURI: "https://app.example.com/elsewhere")
+            }
+            #expect(error?.serverError?.error == "invalid_request")
         }
-        #expect(error?.serverError?.error == "invalid_request")
-        await fixture.stop()
     }
 
     @Test("An https client_id without a served document is an invalid client")
     func unknownHostedClient() async throws {
-        let fixture = try await OAuthFixture.start()
-        let account = await fixture.testbed.createAccount(AccountSpec(name: "bob"))
-        let client = OAuthFixture.TestClient(
-            authentication: .none(clientID: fixture.testbed.oauthClientID(path: "/missing.json")),
-            redirectURI: Self.redirectURI, scope: Self.scope)
-        let endpoints = try await fixture.discover()
-        let error = await #expect(throws: OAuthClientError.self) {
-            try await fixture.push(account, endpoints: endpoints, client: client)
+        try await OAuthFixture.with { fixture in
+            let account = await fixture.testbed.createAccount(AccountSpec(name: "bob"))
+            let client = OAuthFixture.TestClient(
+                authentication: .none(clientID: fixture.testbed.oauthClientID(path: "/missing.json")),
+                redirectURI: Self.redirectURI, scope: Self.scope)
+            let endpoints = try await fixture.discover()
+            let error = await #expect(throws: OAuthClientError.self) {
+                try await fixture.push(account, endpoints: endpoints, client: client)
+            }
+            #expect(error?.serverError?.error == "invalid_client")
+            #expect(fixture.testbed.oauthStats(did: account.did).clientAuthenticationFailures == 1)
         }
-        #expect(error?.serverError?.error == "invalid_client")
-        #expect(fixture.testbed.oauthStats(did: account.did).clientAuthenticationFailures == 1)
-        await fixture.stop()
     }
 
     @Test("A confidential client authenticates with private_key_jwt and must keep its key for the session")
     func confidentialClient() async throws {
-        let fixture = try await OAuthFixture.start()
-        let account = await fixture.testbed.createAccount(AccountSpec(name: "carol"))
-        let first = ClientSigningKey(keyID: "key-1", privateKey: P256.Signing.PrivateKey())
-        let second = ClientSigningKey(keyID: "key-2", privateKey: P256.Signing.PrivateKey())
-        let clientID = try publishConfidentialClient(fixture, keys: [first, second])
+        try await OAuthFixture.with { fixture in
+            let account = await fixture.testbed.createAccount(AccountSpec(name: "carol"))
+            let first = ClientSigningKey(keyID: "key-1", privateKey: P256.Signing.PrivateKey())
+            let second = ClientSigningKey(keyID: "key-2", privateKey: P256.Signing.PrivateKey())
+            let clientID = try publishConfidentialClient(fixture, keys: [first, second])
 
-        var login = try await fixture.login(account, client: confidential(clientID, first))
-        login.tokens = try await fixture.refresh(login)
-        #expect(try await fixture.getSession(login).status == 200)
+            var login = try await fixture.login(account, client: confidential(clientID, first))
+            login.tokens = try await fixture.refresh(login)
+            #expect(try await fixture.getSession(login).status == 200)
 
-        // Another published key is still not the session's key.
-        var switched = login
-        switched.client = confidential(clientID, second)
-        let changed = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(switched) }
-        #expect(changed?.serverError?.errorDescription == "Client authentication key changed during the session")
+            // Another published key is still not the session's key.
+            var switched = login
+            switched.client = confidential(clientID, second)
+            let changed = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(switched) }
+            #expect(changed?.serverError?.errorDescription == "Client authentication key changed during the session")
 
-        // Without an assertion the client is not authenticated at all.
-        var unauthenticated = login
-        unauthenticated.client.authentication = .none(clientID: clientID)
-        let missing = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(unauthenticated) }
-        #expect(missing?.serverError?.error == "invalid_client")
+            // Without an assertion the client is not authenticated at all.
+            var unauthenticated = login
+            unauthenticated.client.authentication = .none(clientID: clientID)
+            let missing = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(unauthenticated) }
+            #expect(missing?.serverError?.error == "invalid_client")
 
-        // A key the client does not publish is refused.
-        var stranger = login
-        stranger.client = confidential(clientID, ClientSigningKey(keyID: "key-1", privateKey: P256.Signing.PrivateKey()))
-        let forged = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(stranger) }
-        #expect(forged?.serverError?.errorDescription == "client_assertion signature verification failed")
+            // A key the client does not publish is refused.
+            var stranger = login
+            stranger.client = confidential(clientID, ClientSigningKey(keyID: "key-1", privateKey: P256.Signing.PrivateKey()))
+            let forged = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(stranger) }
+            #expect(forged?.serverError?.errorDescription == "client_assertion signature verification failed")
 
-        let stats = fixture.testbed.oauthStats(did: account.did)
-        #expect(stats.refreshes == 1)
-        #expect(stats.clientAuthenticationFailures == 2)
-        _ = try await fixture.refresh(login)
-        await fixture.stop()
+            let stats = fixture.testbed.oauthStats(did: account.did)
+            #expect(stats.refreshes == 1)
+            #expect(stats.clientAuthenticationFailures == 2)
+            _ = try await fixture.refresh(login)
+        }
     }
 
     @Test("A confidential client's session outlives the public 14 days")
     func confidentialLifetime() async throws {
-        let fixture = try await OAuthFixture.start()
-        let account = await fixture.testbed.createAccount(AccountSpec(name: "dave"))
-        let key = ClientSigningKey(keyID: "k", privateKey: P256.Signing.PrivateKey())
-        let clientID = try publishConfidentialClient(fixture, keys: [key])
-        var login = try await fixture.login(account, client: confidential(clientID, key))
-        fixture.testbed.advanceClock(by: .seconds(20 * 24 * 3600))
-        login.tokens = try await fixture.refresh(login)
-        // But an unused refresh token lapses after the 3-month idle limit.
-        fixture.testbed.advanceClock(by: .seconds(91 * 24 * 3600))
-        let error = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(login) }
-        #expect(error?.serverError?.errorDescription == "Refresh token expired")
-        await fixture.stop()
+        try await OAuthFixture.with { fixture in
+            let account = await fixture.testbed.createAccount(AccountSpec(name: "dave"))
+            let key = ClientSigningKey(keyID: "k", privateKey: P256.Signing.PrivateKey())
+            let clientID = try publishConfidentialClient(fixture, keys: [key])
+            var login = try await fixture.login(account, client: confidential(clientID, key))
+            fixture.testbed.advanceClock(by: .seconds(20 * 24 * 3600))
+            login.tokens = try await fixture.refresh(login)
+            // But an unused refresh token lapses after the 3-month idle limit.
+            fixture.testbed.advanceClock(by: .seconds(91 * 24 * 3600))
+            let error = await #expect(throws: OAuthClientError.self) { try await fixture.refresh(login) }
+            #expect(error?.serverError?.errorDescription == "Refresh token expired")
+        }
     }
 }

@@ -33,6 +33,14 @@ final class OAuthFixture: Sendable {
         return OAuthFixture(testbed: testbed, http: http, loopback: try LoopbackClient(port: 8123))
     }
 
+    /// A fixture started with `configure` for `body`, stopped (awaited) when `body` returns or throws.
+    @discardableResult
+    static func with<T>(_ configure: (inout TestbedConfiguration) -> Void = { _ in },
+                        _ body: (OAuthFixture) async throws -> T) async throws -> T {
+        let fixture = try await start(configure)
+        return try await withTearDown { await fixture.stop() } run: { try await body(fixture) }
+    }
+
     func stop() async {
         try? await http.shutdown()
         try? await testbed.shutdown()

@@ -1,4 +1,5 @@
 import ATTestbed
+import BlueskyTesting
 import Foundation
 
 /// A testbed on an ephemeral port with a keep-alive connection to its PDS.
@@ -19,6 +20,14 @@ final class TestbedHarness: Sendable {
         let testbed = try await Testbed.start(configuration)
         let pds = try await TestHTTPSConnection.open(testbed, host: "pds.\(configuration.domain)")
         return TestbedHarness(testbed: testbed, pds: pds)
+    }
+
+    /// A harness started with `configure` for `body`, stopped (awaited) when `body` returns or throws.
+    @discardableResult
+    static func with<T>(_ configure: (inout TestbedConfiguration) -> Void = { _ in },
+                        _ body: (TestbedHarness) async throws -> T) async throws -> T {
+        let harness = try await start(configure)
+        return try await withTearDown { await harness.stop() } run: { try await body(harness) }
     }
 
     func connection(host: String) async throws -> TestHTTPSConnection {

@@ -15,7 +15,7 @@ struct EventStreamTests {
             let raw = try EventListener(socketPath: fixture.daemon.socketPath)
             defer { raw.close() }
             #expect(raw.reply["subscribed"] == true)
-            #expect(raw.reply["seq"]?.intValue != nil)
+            let subscribedAt = try #require(raw.reply["seq"]?.intValue)
             let follower = try InteractiveBskyctl(["events", "--json"], socketPath: fixture.daemon.socketPath,
                                                   directory: fixture.directory.path)
             defer { follower.interrupt() }
@@ -45,7 +45,7 @@ struct EventStreamTests {
             // Numbered in order, each with a time, never a token.
             let seqs = raw.notifications.compactMap { $0["seq"]?.intValue }
             #expect(seqs == seqs.sorted() && Set(seqs).count == seqs.count)
-            #expect(seqs.first.map { $0 > raw.reply["seq"]!.intValue! } == true)
+            #expect(seqs.first.map { $0 > subscribedAt } == true)
             #expect(raw.notifications.allSatisfy { $0["at"]?.stringValue != nil })
             for line in raw.lines {
                 #expect(!line.contains("eyJ") && !line.contains(alice.appPassword) && !line.contains("accessJwt"), "\(line)")
@@ -284,6 +284,7 @@ struct EventStreamTests {
 
             // A PDS that fails the profile read (a 500, then an HTML 502) changes nothing.
             let updates = raw.notifications.count
+            let reads = fixture.testbed.requestCount(nsid: "com.atproto.repo.getRecord")
             for html in [false, true] {
                 fixture.testbed.injectFailures(nsid: "com.atproto.repo.getRecord", status: html ? 502 : 500, count: 1,
                                                error: "InternalServerError", html: html)
@@ -293,7 +294,7 @@ struct EventStreamTests {
                 #expect(entry["state"] == "active")
                 #expect(entry["profile"]?["displayName"] == "Alice Events", "the last profile is kept")
             }
-            #expect(fixture.testbed.requestCount(nsid: "com.atproto.repo.getRecord") >= 2)
+            #expect(fixture.testbed.requestCount(nsid: "com.atproto.repo.getRecord") >= reads + 2, "both refreshes read the profile")
             #expect(raw.notifications.count == updates, "no profileUpdated for a failed read")
             // Kept across a restart.
             try await fixture.restartDaemon()

@@ -20,9 +20,7 @@ struct GracefulStopTests {
             let dids = fixture.accounts.map(\.did)
             let socket = fixture.daemon.socketPath
             let storm = Task { await Storm.run(socketPath: socket, dids: dids, connections: 8) }
-            let deadline = ContinuousClock.now + .seconds(30)
-            while refreshes() < before + 12, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-            try #require(refreshes() >= before + 12, "the storm is refreshing")
+            try #require(await eventually(timeout: .seconds(30)) { refreshes() >= before + 12 }, "the storm is refreshing")
 
             let status = await fixture.daemon.stop()
             let outcomes = await storm.value
@@ -70,10 +68,7 @@ struct GracefulStopTests {
                 #expect(try await fixture.bskyctl(["proxy", "app.bsky.feed.getTimeline", "--account", account.did]).status == 0)
                 #expect(try await fixture.bskyctl(["refresh", account.did]).status == 0)
             }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while fixture.testbed.stats(did: bob.did).refreshes < 3, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            #expect(await eventually { fixture.testbed.stats(did: bob.did).refreshes >= 3 }, "bob's tokens are refreshed on schedule")
             fixture.testbed.advanceClock(by: .seconds(4))
             #expect(try await fixture.bskyctl(["proxy", "app.bsky.actor.getProfile", "--param", "actor=\(alice.did)"]).status == 0)
             try await fixture.restartDaemon()

@@ -12,10 +12,7 @@ struct OAuthUpkeepTests {
             let browser = fixture.browser
             let testbed = fixture.testbed
             for account in fixture.accounts { _ = try await fixture.oauthLogin(account.handle, browser: browser) }
-            let deadline = ContinuousClock.now + .seconds(20)
-            while fixture.accounts.contains(where: { testbed.oauthStats(did: $0.did).refreshes < 3 }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            _ = await eventually { fixture.accounts.allSatisfy { testbed.oauthStats(did: $0.did).refreshes >= 3 } }
             for account in fixture.accounts {
                 let stats = testbed.oauthStats(did: account.did)
                 #expect(stats.refreshes >= 3, "\(account.handle) was refreshed while idle")

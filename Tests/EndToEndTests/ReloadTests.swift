@@ -21,11 +21,10 @@ struct ReloadTests {
             let before = try #require(try await nextRefresh(), "an account is scheduled")
             try "refresh_ahead_seconds = 600\n".write(toFile: config, atomically: true, encoding: .utf8)
             kill(fixture.daemon.pid, SIGHUP)
-            let deadline = ContinuousClock.now + .seconds(10)
             var after = before
-            while after == before, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(50))
+            _ = try await eventually(timeout: .seconds(10)) {
                 after = try await nextRefresh() ?? before
+                return after != before
             }
             let moved = before.timeIntervalSince(after)
             // Lead times carry up to 20 % jitter: 60-72 s before, 600-720 s after.

@@ -70,10 +70,7 @@ struct SocketSafetyTests {
             #expect(refused.stderr.contains("permission denied") && refused.stderr.contains("uid 65534"),
                     "bskyctl itself refuses a daemon of another user: \(refused.stderr)")
             // The daemon refuses the connection on its side too, and says so in its log.
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !daemon.log.contains("refused a connection from another user"), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await eventually(timeout: .seconds(10)) { daemon.log.contains("refused a connection from another user") }
             #expect(daemon.log.contains("refused a connection from another user") && daemon.log.contains("peer.uid=0"),
                     "the refusal is logged with the peer's uid")
 
@@ -83,10 +80,7 @@ struct SocketSafetyTests {
                 "UNIX-LISTEN:\(directory.path)/impostor.sock,fork", "OPEN:\(directory.path)/impostor.out,creat,append",
             ], outputFile: directory.path + "/impostor.log")
             defer { impostor.terminate() }
-            let listening = ContinuousClock.now + .seconds(10)
-            while !FileManager.default.fileExists(atPath: directory.path + "/impostor.sock"), ContinuousClock.now < listening {
-                try await Task.sleep(for: .milliseconds(20))
-            }
+            _ = await eventually(timeout: .seconds(10)) { FileManager.default.fileExists(atPath: directory.path + "/impostor.sock") }
             let login = try await CommandResult.run(Binaries.path("bskyctl"), [
                 "login", "alice.tb1.test", "--app-password", "--socket", directory.path + "/impostor.sock",
             ], stdin: "secret-app-password\n")

@@ -13,10 +13,7 @@ struct TokenUpkeepTests {
             let testbed = fixture.testbed
 
             // Idle accounts: nobody calls, yet the PDS sees refreshes (the scheduler's).
-            let deadline = ContinuousClock.now + .seconds(20)
-            while fixture.accounts.contains(where: { testbed.stats(did: $0.did).refreshes < 2 }), ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(100))
-            }
+            _ = await eventually { fixture.accounts.allSatisfy { testbed.stats(did: $0.did).refreshes >= 2 } }
             for account in fixture.accounts {
                 #expect(testbed.stats(did: account.did).refreshes >= 2, "\(account.handle) was refreshed while idle")
             }
