@@ -144,7 +144,7 @@ struct SoakRun {
             report.appPasswordExpiredTokenRejections += counters.expiredAccessRejections
         }
         for account in oauth {
-            let counters = try await upstream.counters.oauthCounters(did: account.did)
+            let counters = try await upstream.control.oauthCounters(did: account.did)
             report.oauthRefreshes += counters.refreshes
             report.oauthInvalidTokenRejections += counters.invalidTokenRejections
         }

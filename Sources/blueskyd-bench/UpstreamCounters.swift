@@ -86,19 +86,3 @@ struct AppPasswordCounters: Codable, Sendable {
         authenticatedCalls = stats.authenticatedCalls
     }
 }
-
-/// Where the benchmark reads the testbed's counters: the testbed itself when it runs in this
-/// process, or the upstream child over its pipes.
-protocol OAuthCounterSource: Sendable {
-    func oauthCounters(did: String) async throws -> OAuthCounters
-}
-
-extension Testbed: OAuthCounterSource {
-    func oauthCounters(did: String) async throws -> OAuthCounters { OAuthCounters(oauthStats(did: did)) }
-}
-
-extension UpstreamProcess: OAuthCounterSource {
-    func oauthCounters(did: String) async throws -> OAuthCounters {
-        try await request([UpstreamRequest.oauthCounters, did], as: OAuthCounters.self)
-    }
-}
