@@ -24,16 +24,9 @@ struct EventsBench {
         progress.say("events: starting blueskyd with one account")
         let daemon = try await DaemonProcess(directory: directory, testbed: nil,
                                              extraArguments: DaemonArguments.forUpstream(upstream))
-        Watchdog.track(daemon.pid)
-        defer { Watchdog.untrack(daemon.pid) }
-        do {
+        return try await daemon.runThenStop {
             try await daemon.call("accounts.add", ["identifier": .string(upstream.did), "password": .string(upstream.appPassword)])
-            let result = try await measure(socketPath: daemon.socketPath)
-            _ = await daemon.stop()
-            return result
-        } catch {
-            _ = await daemon.stop()
-            throw error
+            return try await measure(socketPath: daemon.socketPath)
         }
     }
 

@@ -55,17 +55,11 @@ struct SoakRun {
         } catch {
             throw BenchError.daemonFailed(describe(error))
         }
-        Watchdog.track(daemon.pid)
-        defer { Watchdog.untrack(daemon.pid) }
-        do {
+        try await daemon.runThenStop {
             try await logIn(appPassword: appPassword, oauth: oauth, daemon: daemon, caFile: upstream.info.caFile)
             try await load(accounts: accounts, daemon: daemon, group: group, into: &report)
             try await readCounters(appPassword: appPassword, upstream: upstream, daemon: daemon, into: &report)
-        } catch {
-            _ = await daemon.stop()
-            throw error
         }
-        _ = await daemon.stop()
     }
 
     private func logIn(appPassword: [UpstreamAccount], oauth: [UpstreamAccount], daemon: DaemonProcess,
