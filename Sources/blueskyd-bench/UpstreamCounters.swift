@@ -66,7 +66,6 @@ struct OAuthTotals: Codable, Sendable {
 
 /// What the testbed's PDS saw for one app-password account.
 struct AppPasswordCounters: Codable, Sendable {
-    var sessionsCreated = 0
     /// Accepted refreshSession calls (grace-period reuses included).
     var refreshes = 0
     /// Already-rotated refresh tokens presented again within the grace period.
@@ -75,14 +74,11 @@ struct AppPasswordCounters: Codable, Sendable {
     var rejectedRefreshes = 0
     /// Calls refused with `ExpiredToken`.
     var expiredAccessRejections = 0
-    var authenticatedCalls = 0
 
     init(_ stats: AccountStats) {
-        sessionsCreated = stats.sessionsCreated
         refreshes = stats.refreshes
         refreshTokenReuses = stats.refreshTokenReuses
         rejectedRefreshes = stats.rejectedRefreshes
         expiredAccessRejections = stats.expiredAccessRejections
-        authenticatedCalls = stats.authenticatedCalls
     }
 }
