@@ -27,10 +27,9 @@ struct RefreshCapacityBench {
     let progress: ProgressLog
 
     var settings: UpstreamSettings {
-        var settings = UpstreamSettings(nonceRotationSeconds: options.nonceRotationSeconds)
-        settings.refreshLatencyMilliseconds = options.refreshLatencyMilliseconds
-        settings.oauthAccessTokenLifetimeSeconds = options.refreshedTokenLifetimeMinutes * 60
-        return settings
+        UpstreamSettings(nonceRotationSeconds: options.nonceRotationSeconds,
+                         refreshLatencyMilliseconds: options.refreshLatencyMilliseconds,
+                         oauthAccessTokenLifetimeSeconds: options.refreshedTokenLifetimeMinutes * 60)
     }
 
     /// How long the section may take at most (the benchmark's time limit grows by this).

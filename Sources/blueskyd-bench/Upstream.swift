@@ -51,10 +51,10 @@ struct UpstreamCommand: AsyncParsableCommand {
     @Option(help: "Lifetime of OAuth access tokens, seconds.") var oauthAccessTokenLifetimeSeconds = 24 * 3600
 
     func run() async throws {
-        var settings = UpstreamSettings(nonceRotationSeconds: dpopNonceRotationSeconds)
-        settings.refreshLatencyMilliseconds = refreshLatencyMs
-        settings.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
-        settings.oauthAccessTokenLifetimeSeconds = oauthAccessTokenLifetimeSeconds
+        let settings = UpstreamSettings(
+            nonceRotationSeconds: dpopNonceRotationSeconds, refreshLatencyMilliseconds: refreshLatencyMs,
+            accessTokenLifetimeSeconds: accessTokenLifetimeSeconds,
+            oauthAccessTokenLifetimeSeconds: oauthAccessTokenLifetimeSeconds)
         let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory, settings: settings)
         FileHandle.standardOutput.write(try JSONEncoder().encode(info) + Data("\n".utf8))
         await Task.detached {
