@@ -58,6 +58,32 @@ final class ReplyLineHandler: ChannelDuplexHandler {
     private func failAll(_ error: any Error) {
         while let promise = waiting.popFirst() { promise.fail(error) }
     }
+
+    /// Connects to blueskyd's socket, with this handler framing the replies.
+    static func connect(socketPath: String, group: any EventLoopGroup) async throws -> any Channel {
+        do {
+            return try await ClientBootstrap(group: group)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ReplyLineHandler())
+                    }
+                }
+                .connect(unixDomainSocketPath: socketPath).get()
+        } catch {
+            throw BenchError.connectionFailed("\(socketPath): \(describe(error))")
+        }
+    }
+
+    /// Writes one request line on a channel made by `connect`; the future completes with its
+    /// reply line.
+    static func call(_ line: ByteBuffer, on channel: any Channel) -> EventLoopFuture<ByteBuffer> {
+        let reply = channel.eventLoop.makePromise(of: ByteBuffer.self)
+        let written = channel.eventLoop.makePromise(of: Void.self)
+        // A write that never reaches the handler (closed channel) must still end the call.
+        written.futureResult.whenFailure { reply.fail($0) }
+        channel.writeAndFlush(PendingReply(line: line, reply: reply), promise: written)
+        return reply.futureResult
+    }
 }
 
 /// One connection to blueskyd's socket, sending a fixed request line.
@@ -68,29 +94,14 @@ struct DaemonEndpoint: BenchEndpoint {
     static func connect(socketPath: String, requestLine: ByteBuffer, group: any EventLoopGroup) async throws
         -> DaemonEndpoint
     {
-        do {
-            let channel = try await ClientBootstrap(group: group)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ReplyLineHandler())
-                    }
-                }
-                .connect(unixDomainSocketPath: socketPath).get()
-            return DaemonEndpoint(channel: channel, requestLine: requestLine)
-        } catch {
-            throw BenchError.connectionFailed("\(socketPath): \(describe(error))")
-        }
+        DaemonEndpoint(channel: try await ReplyLineHandler.connect(socketPath: socketPath, group: group),
+                       requestLine: requestLine)
     }
 
     var eventLoop: any EventLoop { channel.eventLoop }
 
     func callOnce() -> EventLoopFuture<Bool> {
-        let reply = channel.eventLoop.makePromise(of: ByteBuffer.self)
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        // A write that never reaches the handler (closed channel) must still end the call.
-        written.futureResult.whenFailure { reply.fail($0) }
-        channel.writeAndFlush(PendingReply(line: requestLine, reply: reply), promise: written)
-        return reply.futureResult.map { ReplyCheck.isUpstreamOK($0) }
+        ReplyLineHandler.call(requestLine, on: channel).map { ReplyCheck.isUpstreamOK($0) }
     }
 
     func close() async {

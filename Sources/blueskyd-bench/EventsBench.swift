@@ -24,16 +24,9 @@ struct EventsBench {
         progress.say("events: starting blueskyd with one account")
         let daemon = try await DaemonProcess(directory: directory, testbed: nil,
                                              extraArguments: DaemonArguments.forUpstream(upstream))
-        Watchdog.track(daemon.pid)
-        defer { Watchdog.untrack(daemon.pid) }
-        do {
+        return try await daemon.runThenStop {
             try await daemon.call("accounts.add", ["identifier": .string(upstream.did), "password": .string(upstream.appPassword)])
-            let result = try await measure(socketPath: daemon.socketPath)
-            _ = await daemon.stop()
-            return result
-        } catch {
-            _ = await daemon.stop()
-            throw error
+            return try await measure(socketPath: daemon.socketPath)
         }
     }
 
@@ -42,56 +35,57 @@ struct EventsBench {
         return try await offThePool {
             let client = try RPCClientConnection(socketPath: socketPath, timeout: .seconds(60))
             defer { client.close() }
-            var refreshRates: (none: [Double], with: [Double]) = ([], [])
-            var delivered = 0
-            for round in 0..<Self.rounds {
-                for withSubscribers in round % 2 == 0 ? [false, true] : [true, false] {
-                    let readers = withSubscribers ? try EventReaders(socketPath: socketPath, count: Self.subscriberCount) : nil
-                    let start = ContinuousClock.now
-                    for _ in 0..<Self.refreshesPerBlock {
-                        _ = try client.call(method: "accounts.refresh", params: ["account": .string(did), "force": true]).get()
-                    }
-                    let rate = Double(Self.refreshesPerBlock) / (ContinuousClock.now - start).inSeconds
-                    if let readers {
-                        delivered += readers.stop(expectingAtLeast: Self.refreshesPerBlock)
-                        refreshRates.with.append(rate)
-                    } else {
-                        refreshRates.none.append(rate)
-                    }
+            let refreshRates = try Self.alternatingBlocks(socketPath: socketPath, eventsPerSubscriber: Self.refreshesPerBlock) {
+                let start = ContinuousClock.now
+                for _ in 0..<Self.refreshesPerBlock {
+                    _ = try client.call(method: "accounts.refresh", params: ["account": .string(did), "force": true]).get()
                 }
+                return Double(Self.refreshesPerBlock) / (ContinuousClock.now - start).inSeconds
             }
             // Latency while a refresh a tenth of a second makes events for the subscribers.
             let generator = try EventGenerator(socketPath: socketPath, did: did)
             defer { generator.stop() }
-            var latencies: (none: [Double], with: [Double]) = ([], [])
             let call = BenchRequest.params(did: did)
-            for round in 0..<Self.rounds {
-                for withSubscribers in round % 2 == 0 ? [false, true] : [true, false] {
-                    let readers = withSubscribers ? try EventReaders(socketPath: socketPath, count: Self.subscriberCount) : nil
-                    var samples: [Double] = []
-                    for _ in 0..<Self.callsPerBlock {
-                        let start = ContinuousClock.now
-                        let result = try client.call(method: "xrpc.call", params: call).get()
-                        guard result["status"]?.intValue == 200 else {
-                            throw BenchError.unexpectedReply("xrpc.call returned \(result["status"]?.intValue ?? -1)")
-                        }
-                        samples.append((ContinuousClock.now - start).microseconds)
+            let latencies = try Self.alternatingBlocks(socketPath: socketPath, eventsPerSubscriber: 0) {
+                try (0..<Self.callsPerBlock).map { _ in
+                    let start = ContinuousClock.now
+                    let result = try client.call(method: "xrpc.call", params: call).get()
+                    guard result["status"]?.intValue == 200 else {
+                        throw BenchError.unexpectedReply("xrpc.call returned \(result["status"]?.intValue ?? -1)")
                     }
-                    if let readers {
-                        delivered += readers.stop(expectingAtLeast: 0)
-                        latencies.with += samples
-                    } else {
-                        latencies.none += samples
-                    }
+                    return (ContinuousClock.now - start).microseconds
                 }
             }
             return EventsResult(
                 subscribers: Self.subscriberCount, refreshesPerBlock: Self.refreshesPerBlock, rounds: Self.rounds,
                 refreshRateNone: Statistics.median(refreshRates.none) ?? 0,
                 refreshRateWith: Statistics.median(refreshRates.with) ?? 0,
-                latencyNone: LatencySummary(latencies.none), latencyWith: LatencySummary(latencies.with),
-                eventsDelivered: delivered)
+                latencyNone: LatencySummary(latencies.none.flatMap { $0 }),
+                latencyWith: LatencySummary(latencies.with.flatMap { $0 }),
+                eventsDelivered: refreshRates.delivered + latencies.delivered)
         }
+    }
+
+    /// Runs `block` in `rounds` blocks with no subscriber and as many with `subscriberCount`
+    /// reading their streams, alternating which side goes first. Each side's results, and the
+    /// events the subscribers read (each waits for `eventsPerSubscriber` before it is closed).
+    private static func alternatingBlocks<Value>(socketPath: String, eventsPerSubscriber: Int,
+                                                 _ block: () throws -> Value) throws
+        -> (none: [Value], with: [Value], delivered: Int)
+    {
+        var results: (none: [Value], with: [Value], delivered: Int) = ([], [], 0)
+        for round in 0..<rounds {
+            for withSubscribers in round % 2 == 0 ? [false, true] : [true, false] {
+                guard withSubscribers else {
+                    results.none.append(try block())
+                    continue
+                }
+                let readers = try EventReaders(socketPath: socketPath, count: subscriberCount)
+                results.with.append(try block())
+                results.delivered += readers.stop(expectingAtLeast: eventsPerSubscriber)
+            }
+        }
+        return results
     }
 }
 

@@ -8,21 +8,24 @@ import WebBasics
 enum FakeAccounts {
     static let batchSize = 5_000
 
-    /// Writes `count` accounts into `<stateDirectory>` with the key at `<stateDirectory>/store.key`
-    /// (created when missing: blueskyd reads exactly that file).
+    /// Writes `count` accounts into `<stateDirectory>`.
     static func seed(stateDirectory: String, count: Int, pdsURL: String) throws {
+        let now = Date()
+        try write(stateDirectory: stateDirectory, count: count) { account(index: $0, pdsURL: pdsURL, now: now) }
+    }
+
+    /// Writes accounts `0..<count`, made by `account`, into `<stateDirectory>` in batches, with the
+    /// key at `<stateDirectory>/store.key` (both created when missing: blueskyd reads exactly that file).
+    static func write(stateDirectory: String, count: Int,
+                      account: (Int) -> (record: AccountRecord, secrets: AccountSecrets)) throws {
         let directory = URL(fileURLWithPath: stateDirectory)
         let logger = Logger(label: "blueskyd-bench.store", factory: { _ in SwiftLogNoOpLogHandler() })
         do {
             let key = try StoreKey.load(keyFile: directory.appendingPathComponent("store.key"), environment: [:])
             let store = try AccountStore(directory: directory, key: key, logger: logger)
             defer { try? store.close() }
-            let now = Date()
-            var start = 0
-            while start < count {
-                let end = min(count, start + batchSize)
-                try store.insert(contentsOf: (start..<end).map { account(index: $0, pdsURL: pdsURL, now: now) })
-                start = end
+            for start in stride(from: 0, to: count, by: batchSize) {
+                try store.insert(contentsOf: (start..<min(count, start + batchSize)).map(account))
             }
         } catch {
             throw BenchError.storeFailed(describe(error))

@@ -13,7 +13,7 @@ struct NonceChallengeBench {
     let group: any EventLoopGroup
 
     /// One proxied call for `did` through `daemon`, checked, and the challenges it met.
-    static func oneCall(daemon: DaemonProcess, did: String, counters: any OAuthCounterSource) async throws -> Int {
+    static func oneCall(daemon: DaemonProcess, did: String, counters: any UpstreamControl) async throws -> Int {
         let before = try await counters.oauthCounters(did: did)
         let result = try await daemon.call("xrpc.call", BenchRequest.params(did: did))
         guard result["status"]?.intValue == 200 else {
@@ -22,7 +22,7 @@ struct NonceChallengeBench {
         return try await counters.oauthCounters(did: did).since(before).pdsNonceChallenges
     }
 
-    func run(daemon: DaemonProcess, upstream: UpstreamInfo, counters: any OAuthCounterSource, setup: String,
+    func run(daemon: DaemonProcess, upstream: UpstreamInfo, counters: any UpstreamControl, setup: String,
              firstCallChallenges: Int?) async throws -> NonceChallengeResult {
         var endpoints: [DaemonEndpoint] = []
         for _ in 0..<options.connections {

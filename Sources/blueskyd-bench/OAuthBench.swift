@@ -53,7 +53,7 @@ struct OAuthBench {
             if options.wants("oauth-nonces") {
                 do {
                     report.nonceChallenges.append(try await NonceChallengeBench(options: options, progress: progress, group: group)
-                        .run(daemon: setup.daemon, upstream: upstream.info, counters: upstream.counters,
+                        .run(daemon: setup.daemon, upstream: upstream.info, counters: upstream.control,
                              setup: "the benchmark's testbed, " + (setup.direct == nil
                                  ? "the OAuth daemon" : "the OAuth daemon of the sections above, after them"),
                              firstCallChallenges: setup.firstCallChallenges))
@@ -127,7 +127,7 @@ struct OAuthBench {
         do {
             try await DaemonOAuthLogin.login(daemon: daemon, did: upstream.info.did, http: loginHTTP)
             let challenges = try await NonceChallengeBench.oneCall(
-                daemon: daemon, did: upstream.info.did, counters: upstream.counters)
+                daemon: daemon, did: upstream.info.did, counters: upstream.control)
             return (daemon, challenges)
         } catch {
             await stop(daemon)
@@ -158,7 +158,7 @@ struct OAuthBench {
             try? await loginHTTP.shutdown()
             do {
                 var result = try await NonceChallengeBench(options: options, progress: progress, group: group)
-                    .run(daemon: daemon, upstream: shortUpstream.info, counters: shortUpstream.counters,
+                    .run(daemon: daemon, upstream: shortUpstream.info, counters: shortUpstream.control,
                          setup: "a second testbed (\(shortUpstream.info.pdsURL)) and a fresh daemon",
                          firstCallChallenges: firstCallChallenges)
                 // What a sparse caller meets: its nonce outlived. Previous, current and next are
@@ -168,7 +168,7 @@ struct OAuthBench {
                 try await Task.sleep(for: .seconds(idle))
                 result.idleSeconds = idle
                 result.afterIdleChallenges = try await NonceChallengeBench.oneCall(
-                    daemon: daemon, did: shortUpstream.info.did, counters: shortUpstream.counters)
+                    daemon: daemon, did: shortUpstream.info.did, counters: shortUpstream.control)
                 await stop(daemon)
                 await shortUpstream.stop()
                 return result

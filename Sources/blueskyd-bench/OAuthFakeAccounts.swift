@@ -3,7 +3,6 @@ import ATTestbed
 import BlueskyStore
 import DPoP
 import Foundation
-import Logging
 
 /// Registers OAuth accounts by writing the daemon's store directly, as blueskyd itself would
 /// have after their logins: one record per session minted at the testbed (same DID, client_id,
@@ -21,8 +20,7 @@ enum OAuthFakeAccounts {
             clientID: loopbackClient.clientID)
     }
 
-    /// Writes one account per minted session into `<stateDirectory>`, the key at
-    /// `<stateDirectory>/store.key` (created when missing: blueskyd reads exactly that file).
+    /// Writes one account per minted session into `<stateDirectory>` (see `FakeAccounts.write`).
     ///
     /// `issuedAt` is when each account's current tokens count as issued (`lastRefreshAt`): the
     /// daemon's lead time is a quarter of the token's life at most, so it must be long ago enough
@@ -30,24 +28,9 @@ enum OAuthFakeAccounts {
     static func seed(stateDirectory: String, sessions: [MintedOAuthSession], keys: [DPoPKey], issuer: String,
                      pdsURL: String, issuedAt: (MintedOAuthSession) -> Date) throws {
         precondition(sessions.count == keys.count)
-        let directory = URL(fileURLWithPath: stateDirectory)
-        let logger = Logger(label: "blueskyd-bench.store", factory: { _ in SwiftLogNoOpLogHandler() })
-        do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = try StoreKey.load(keyFile: directory.appendingPathComponent("store.key"), environment: [:])
-            let store = try AccountStore(directory: directory, key: key, logger: logger)
-            defer { try? store.close() }
-            var start = 0
-            while start < sessions.count {
-                let end = min(sessions.count, start + FakeAccounts.batchSize)
-                try store.insert(contentsOf: (start..<end).map { index in
-                    account(sessions[index], key: keys[index], isDefault: index == 0, issuer: issuer, pdsURL: pdsURL,
-                            issuedAt: issuedAt(sessions[index]))
-                })
-                start = end
-            }
-        } catch {
-            throw BenchError.storeFailed(describe(error))
+        try FakeAccounts.write(stateDirectory: stateDirectory, count: sessions.count) { index in
+            account(sessions[index], key: keys[index], isDefault: index == 0, issuer: issuer, pdsURL: pdsURL,
+                    issuedAt: issuedAt(sessions[index]))
         }
     }
 

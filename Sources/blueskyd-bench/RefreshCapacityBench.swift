@@ -27,10 +27,9 @@ struct RefreshCapacityBench {
     let progress: ProgressLog
 
     var settings: UpstreamSettings {
-        var settings = UpstreamSettings(nonceRotationSeconds: options.nonceRotationSeconds)
-        settings.refreshLatencyMilliseconds = options.refreshLatencyMilliseconds
-        settings.oauthAccessTokenLifetimeSeconds = options.refreshedTokenLifetimeMinutes * 60
-        return settings
+        UpstreamSettings(nonceRotationSeconds: options.nonceRotationSeconds,
+                         refreshLatencyMilliseconds: options.refreshLatencyMilliseconds,
+                         oauthAccessTokenLifetimeSeconds: options.refreshedTokenLifetimeMinutes * 60)
     }
 
     /// How long the section may take at most (the benchmark's time limit grows by this).
@@ -99,21 +98,14 @@ struct RefreshCapacityBench {
         } catch {
             throw BenchError.daemonFailed(describe(error))
         }
-        Watchdog.track(daemon.pid)
-        let readyAt = Date()
-        result.startSeconds = lap(&clock)
-        result.daemonStartCPUSeconds = ProcessCPU.read(pid: daemon.pid)?.seconds
-        result.leadSeconds = sessions.map(\.accessExpiresAt).min()?.timeIntervalSince(readyAt)
-        do {
+        try await daemon.runThenStop {
+            let readyAt = Date()
+            result.startSeconds = lap(&clock)
+            result.daemonStartCPUSeconds = ProcessCPU.read(pid: daemon.pid)?.seconds
+            result.leadSeconds = sessions.map(\.accessExpiresAt).min()?.timeIntervalSince(readyAt)
             try await watchRefreshes(daemon: daemon, upstream: upstream, dids: Set(sessions.map(\.did)), readyAt: readyAt,
                                      windowEnd: windowStart.addingTimeInterval(window), into: &result)
-        } catch {
-            _ = await daemon.stop()
-            Watchdog.untrack(daemon.pid)
-            throw error
         }
-        _ = await daemon.stop()
-        Watchdog.untrack(daemon.pid)
     }
 
     /// Watches blueskyd until every account was refreshed (or the last token's expiry is well

@@ -48,10 +48,9 @@ struct SoakCommand: AsyncParsableCommand {
             report.problems.append("not run under scripts/hermetic-run: the tbN.test names may not resolve (use scripts/soak)")
         }
         if FileManager.default.isExecutableFile(atPath: report.daemonBinary) {
-            var settings = UpstreamSettings(nonceRotationSeconds: 60)
-            settings.accessTokenLifetimeSeconds = tokenLifetimeSeconds
-            settings.oauthAccessTokenLifetimeSeconds = tokenLifetimeSeconds
-            settings.refreshLatencyMilliseconds = refreshLatencyMs
+            let settings = UpstreamSettings(
+                nonceRotationSeconds: 60, refreshLatencyMilliseconds: refreshLatencyMs,
+                accessTokenLifetimeSeconds: tokenLifetimeSeconds, oauthAccessTokenLifetimeSeconds: tokenLifetimeSeconds)
             await SoakRun(settings: settings, command: self, progress: ProgressLog(enabled: true)).run(into: &report)
         } else {
             report.problems.append("no blueskyd executable at \(report.daemonBinary) (set BLUESKYD_BIN_DIR)")

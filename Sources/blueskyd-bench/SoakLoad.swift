@@ -1,6 +1,5 @@
 import Foundation
 import NIOCore
-import NIOPosix
 
 /// An open-loop load of proxied calls at a steady rate: calls are sent when their time comes,
 /// whether or not earlier ones were answered (a slow refresh must not slow the load down and
@@ -49,29 +48,13 @@ struct SoakConnection: Sendable {
     let channel: any Channel
 
     static func connect(socketPath: String, group: any EventLoopGroup) async throws -> SoakConnection {
-        do {
-            let channel = try await ClientBootstrap(group: group)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ReplyLineHandler())
-                    }
-                }
-                .connect(unixDomainSocketPath: socketPath).get()
-            return SoakConnection(channel: channel)
-        } catch {
-            throw BenchError.connectionFailed("\(socketPath): \(describe(error))")
-        }
+        SoakConnection(channel: try await ReplyLineHandler.connect(socketPath: socketPath, group: group))
     }
 
     func call(_ line: ByteBuffer, tally: SoakTally) {
         let sentAt = ContinuousClock.now
-        let reply = channel.eventLoop.makePromise(of: ByteBuffer.self)
-        let written = channel.eventLoop.makePromise(of: Void.self)
-        // A write that never reaches the handler (closed channel) must still end the call.
-        written.futureResult.whenFailure { reply.fail($0) }
         tally.sent()
-        channel.writeAndFlush(PendingReply(line: line, reply: reply), promise: written)
-        reply.futureResult.whenComplete { result in
+        ReplyLineHandler.call(line, on: channel).whenComplete { result in
             let milliseconds = (ContinuousClock.now - sentAt).inSeconds * 1000
             switch result {
             case .success(let buffer):

@@ -30,6 +30,7 @@ struct SoakReport: Codable, Sendable {
     var appPasswordRefreshTokenReuses = 0
     var appPasswordRejectedRefreshes = 0
     var appPasswordExpiredTokenRejections = 0
+    /// `oauthTotals.refreshes` and `.invalidTokenRejections`, kept beside the app-password figures.
     var oauthRefreshes = 0
     var oauthInvalidTokenRejections = 0
     var oauthTotals: OAuthTotals?

@@ -55,17 +55,11 @@ struct SoakRun {
         } catch {
             throw BenchError.daemonFailed(describe(error))
         }
-        Watchdog.track(daemon.pid)
-        defer { Watchdog.untrack(daemon.pid) }
-        do {
+        try await daemon.runThenStop {
             try await logIn(appPassword: appPassword, oauth: oauth, daemon: daemon, caFile: upstream.info.caFile)
             try await load(accounts: accounts, daemon: daemon, group: group, into: &report)
-            try await readCounters(appPassword: appPassword, oauth: oauth, upstream: upstream, daemon: daemon, into: &report)
-        } catch {
-            _ = await daemon.stop()
-            throw error
+            try await readCounters(appPassword: appPassword, upstream: upstream, daemon: daemon, into: &report)
         }
-        _ = await daemon.stop()
     }
 
     private func logIn(appPassword: [UpstreamAccount], oauth: [UpstreamAccount], daemon: DaemonProcess,
@@ -134,8 +128,8 @@ struct SoakRun {
         report.latencyMaxMilliseconds = latencies.max()
     }
 
-    private func readCounters(appPassword: [UpstreamAccount], oauth: [UpstreamAccount], upstream: StartedUpstream,
-                              daemon: DaemonProcess, into report: inout SoakReport) async throws {
+    private func readCounters(appPassword: [UpstreamAccount], upstream: StartedUpstream, daemon: DaemonProcess,
+                              into report: inout SoakReport) async throws {
         for account in appPassword {
             let counters = try await upstream.control.appPasswordCounters(did: account.did)
             report.appPasswordRefreshes += counters.refreshes
@@ -143,12 +137,11 @@ struct SoakRun {
             report.appPasswordRejectedRefreshes += counters.rejectedRefreshes
             report.appPasswordExpiredTokenRejections += counters.expiredAccessRejections
         }
-        for account in oauth {
-            let counters = try await upstream.counters.oauthCounters(did: account.did)
-            report.oauthRefreshes += counters.refreshes
-            report.oauthInvalidTokenRejections += counters.invalidTokenRejections
-        }
-        report.oauthTotals = try await upstream.control.oauthTotals()
+        // The soak's OAuth accounts hold the testbed's only OAuth sessions: its totals are theirs.
+        let totals = try await upstream.control.oauthTotals()
+        report.oauthTotals = totals
+        report.oauthRefreshes = totals.refreshes
+        report.oauthInvalidTokenRejections = totals.invalidTokenRejections
         let status = try await daemon.call("daemon.status")
         for state in ["active", "retrying", "needsLogin"] { report.finalStates[state] = status[state]?.intValue }
     }

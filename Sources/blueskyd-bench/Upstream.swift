@@ -51,10 +51,10 @@ struct UpstreamCommand: AsyncParsableCommand {
     @Option(help: "Lifetime of OAuth access tokens, seconds.") var oauthAccessTokenLifetimeSeconds = 24 * 3600
 
     func run() async throws {
-        var settings = UpstreamSettings(nonceRotationSeconds: dpopNonceRotationSeconds)
-        settings.refreshLatencyMilliseconds = refreshLatencyMs
-        settings.accessTokenLifetimeSeconds = accessTokenLifetimeSeconds
-        settings.oauthAccessTokenLifetimeSeconds = oauthAccessTokenLifetimeSeconds
+        let settings = UpstreamSettings(
+            nonceRotationSeconds: dpopNonceRotationSeconds, refreshLatencyMilliseconds: refreshLatencyMs,
+            accessTokenLifetimeSeconds: accessTokenLifetimeSeconds,
+            oauthAccessTokenLifetimeSeconds: oauthAccessTokenLifetimeSeconds)
         let (testbed, info) = try await UpstreamInfo.startTestbed(directory: directory, settings: settings)
         FileHandle.standardOutput.write(try JSONEncoder().encode(info) + Data("\n".utf8))
         await Task.detached {
@@ -155,8 +155,7 @@ struct StartedUpstream: Sendable {
     let info: UpstreamInfo
     /// Where it runs, for the report.
     let description: String
-    let counters: any OAuthCounterSource
-    /// Requests beyond the counters (minting sessions, refresh margins, more accounts).
+    /// Its counters, minted sessions, refresh margins, more accounts (`UpstreamRequest`).
     let control: any UpstreamControl
     /// The child's pid; nil when the testbed runs in this process.
     var pid: Int32? { process?.pid }
@@ -169,14 +168,14 @@ struct StartedUpstream: Sendable {
             return StartedUpstream(
                 info: info, description: "ATTestbed PDS at \(info.pdsURL), in the benchmark process (shares its event loops), "
                     + settings.summary,
-                counters: testbed, control: InProcessUpstream(testbed: testbed), process: nil, testbed: testbed)
+                control: InProcessUpstream(testbed: testbed), process: nil, testbed: testbed)
         }
         let process = try await UpstreamProcess(directory: directory, settings: settings)
         return StartedUpstream(
             info: process.info,
             description: "ATTestbed PDS at \(process.info.pdsURL), HTTPS with a generated CA, "
                 + "in its own process (`blueskyd-bench upstream`, pid \(process.pid)), " + settings.summary,
-            counters: process, control: process, process: process, testbed: nil)
+            control: process, process: process, testbed: nil)
     }
 
     func stop() async {

@@ -63,6 +63,10 @@ extension UpstreamControl {
         return try BulkJSON.decode([OAuthRefreshMargin].self, from: Data(contentsOf: URL(fileURLWithPath: replyFile)))
     }
 
+    func oauthCounters(did: String) async throws -> OAuthCounters {
+        try await request([UpstreamRequest.oauthCounters, did], as: OAuthCounters.self)
+    }
+
     func refreshProgress() async throws -> RefreshProgress {
         try await request([UpstreamRequest.refreshProgress], as: RefreshProgress.self)
     }

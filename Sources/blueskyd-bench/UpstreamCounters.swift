@@ -66,7 +66,6 @@ struct OAuthTotals: Codable, Sendable {
 
 /// What the testbed's PDS saw for one app-password account.
 struct AppPasswordCounters: Codable, Sendable {
-    var sessionsCreated = 0
     /// Accepted refreshSession calls (grace-period reuses included).
     var refreshes = 0
     /// Already-rotated refresh tokens presented again within the grace period.
@@ -75,30 +74,11 @@ struct AppPasswordCounters: Codable, Sendable {
     var rejectedRefreshes = 0
     /// Calls refused with `ExpiredToken`.
     var expiredAccessRejections = 0
-    var authenticatedCalls = 0
 
     init(_ stats: AccountStats) {
-        sessionsCreated = stats.sessionsCreated
         refreshes = stats.refreshes
         refreshTokenReuses = stats.refreshTokenReuses
         rejectedRefreshes = stats.rejectedRefreshes
         expiredAccessRejections = stats.expiredAccessRejections
-        authenticatedCalls = stats.authenticatedCalls
-    }
-}
-
-/// Where the benchmark reads the testbed's counters: the testbed itself when it runs in this
-/// process, or the upstream child over its pipes.
-protocol OAuthCounterSource: Sendable {
-    func oauthCounters(did: String) async throws -> OAuthCounters
-}
-
-extension Testbed: OAuthCounterSource {
-    func oauthCounters(did: String) async throws -> OAuthCounters { OAuthCounters(oauthStats(did: did)) }
-}
-
-extension UpstreamProcess: OAuthCounterSource {
-    func oauthCounters(did: String) async throws -> OAuthCounters {
-        try await request([UpstreamRequest.oauthCounters, did], as: OAuthCounters.self)
     }
 }

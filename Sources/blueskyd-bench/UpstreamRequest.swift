@@ -80,8 +80,6 @@ struct BulkReply: Codable, Sendable {
 
 /// How far the refreshes of a run have got, from the testbed's margin log.
 struct RefreshProgress: Codable, Sendable {
-    /// Refresh grants that rotated a session's tokens.
-    var refreshes: Int
     /// Accounts refreshed at least once.
     var refreshedAccounts: Int
     /// Refreshes that came after the previous access token had expired.
@@ -89,7 +87,6 @@ struct RefreshProgress: Codable, Sendable {
 
     init(testbed: Testbed) {
         let margins = testbed.oauthRefreshMargins
-        refreshes = margins.count
         refreshedAccounts = Set(margins.lazy.map(\.did)).count
         lapsed = margins.count { $0.lapsed }
     }

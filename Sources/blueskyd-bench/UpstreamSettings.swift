@@ -12,10 +12,6 @@ struct UpstreamSettings: Sendable {
     /// OAuth access tokens (`expires_in`), also a day by default.
     var oauthAccessTokenLifetimeSeconds = 24 * 3600
 
-    init(nonceRotationSeconds: Int) {
-        self.nonceRotationSeconds = nonceRotationSeconds
-    }
-
     func configure(_ configuration: inout TestbedConfiguration) {
         configuration.accessTokenLifetime = .seconds(accessTokenLifetimeSeconds)
         configuration.oauthAccessTokenLifetime = .seconds(oauthAccessTokenLifetimeSeconds)

@@ -1,3 +1,4 @@
+import DaemonHarness
 import Foundation
 import Synchronization
 
@@ -25,4 +26,21 @@ enum Watchdog {
     static func track(_ pid: Int32) { _ = state.withLock { $0.children.insert(pid) } }
 
     static func untrack(_ pid: Int32) { _ = state.withLock { $0.children.remove(pid) } }
+}
+
+extension DaemonProcess {
+    /// Runs `body` with this daemon known to the watchdog, then stops it, whether `body`
+    /// returned or threw.
+    func runThenStop<Value>(_ body: () async throws -> Value) async throws -> Value {
+        Watchdog.track(pid)
+        defer { Watchdog.untrack(pid) }
+        do {
+            let value = try await body()
+            _ = await stop()
+            return value
+        } catch {
+            _ = await stop()
+            throw error
+        }
+    }
 }
