@@ -10,73 +10,72 @@ import Testing
 /// durable commits and coming back after the database did.
 @Suite("The shared PostgreSQL store between hosts")
 struct SharedStoreTests {
-    /// Two hosts of one tenant on the shared test database.
-    private func twoHosts(key: SymmetricKey = SymmetricKey(size: .bits256)) throws
-        -> (a: PostgresAccountStore, b: PostgresAccountStore, tenant: String) {
+    /// Two hosts of one tenant on the shared test database, and one account host A added.
+    private func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore, _ account: AccountRecord)
+        async throws -> Void) async throws {
+        let key = SymmetricKey(size: .bits256)
         let tenant = "t\(UUID().uuidString.prefix(12).lowercased())"
         let a = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-a")
+        defer { try? a.close() }
         let b = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-b")
-        return (a, b, tenant)
+        defer { try? b.close() }
+        let account = Fixtures.record()
+        try a.insert(account, secrets: Fixtures.secrets())
+        try await body(a, b, account)
     }
 
     @Test("one lease at a time: the other host is told who holds it and until when, and takes over once it ran out")
-    func leases() throws {
-        let (a, b, _) = try twoHosts()
-        defer { try? a.close(); try? b.close() }
-        let record = Fixtures.record()
-        try a.insert(record, secrets: Fixtures.secrets())
-        let now = Date()
-        #expect(try a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
-        let held = try b.claimRefresh(id: record.id, expecting: 1, at: now.addingTimeInterval(1))
-        guard case .held(let holder, let until) = held else { Issue.record("expected held, got \(held)"); return }
-        #expect(holder == a.leaseOwner && holder.hasPrefix("host-a/"))
-        #expect(abs(until.timeIntervalSince(now.addingTimeInterval(60))) < 0.001)
-        #expect(try a.refreshLease(id: record.id)?.owner == a.leaseOwner)
-        // Host A dies holding it: once the lease has run out, B takes the account over, and
-        // learns that a refresh was left unfinished (its token may be spent).
-        #expect(try b.claimRefresh(id: record.id, expecting: 1, at: now.addingTimeInterval(61))
-                    == .granted(interruptedAt: now))
-        #expect(try b.refreshLease(id: record.id)?.owner == b.leaseOwner)
+    func leases() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            #expect(try a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            let held = try b.claimRefresh(id: record.id, expecting: 1, at: now.addingTimeInterval(1))
+            guard case .held(let holder, let until) = held else { Issue.record("expected held, got \(held)"); return }
+            #expect(holder == a.leaseOwner && holder.hasPrefix("host-a/"))
+            #expect(abs(until.timeIntervalSince(now.addingTimeInterval(60))) < 0.001)
+            #expect(try a.refreshLease(id: record.id)?.owner == a.leaseOwner)
+            // Host A dies holding it: once the lease has run out, B takes the account over, and
+            // learns that a refresh was left unfinished (its token may be spent).
+            #expect(try b.claimRefresh(id: record.id, expecting: 1, at: now.addingTimeInterval(61))
+                        == .granted(interruptedAt: now))
+            #expect(try b.refreshLease(id: record.id)?.owner == b.leaseOwner)
+        }
     }
 
     @Test("rotated tokens are saved only over the version they came from; the slower host adopts the newer ones")
-    func fencing() throws {
-        let (a, b, _) = try twoHosts()
-        defer { try? a.close(); try? b.close() }
-        let record = Fixtures.record()
-        try a.insert(record, secrets: Fixtures.secrets())
-        let now = Date()
-        #expect(try a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
-        let rotated = Fixtures.secrets()
-        #expect(try a.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
-                                           at: now, replacing: 1) == 2)
-        #expect(try b.claimRefresh(id: record.id, expecting: 1, at: now) == .superseded(version: 2))
-        #expect(throws: StoreError.tokensSuperseded(record.id)) {
-            try b.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
-                                       refreshExpiresAt: nil, at: now, replacing: 1)
+    func fencing() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            #expect(try a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            let rotated = Fixtures.secrets()
+            #expect(try a.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
+                                               at: now, replacing: 1) == 2)
+            #expect(try b.claimRefresh(id: record.id, expecting: 1, at: now) == .superseded(version: 2))
+            #expect(throws: StoreError.tokensSuperseded(record.id)) {
+                try b.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
+                                           refreshExpiresAt: nil, at: now, replacing: 1)
+            }
+            #expect(try b.secrets(for: record.id) == rotated)
         }
-        #expect(try b.secrets(for: record.id) == rotated)
     }
 
     @Test("many claims at once from two hosts: exactly one is granted")
     func concurrentClaims() async throws {
-        let (a, b, _) = try twoHosts()
-        defer { try? a.close(); try? b.close() }
-        let record = Fixtures.record()
-        try a.insert(record, secrets: Fixtures.secrets())
-        let now = Date()
-        let outcomes = try await withThrowingTaskGroup(of: (String, RefreshClaim).self) { group in
-            for index in 0..<16 {
-                let store = index.isMultiple(of: 2) ? a : b
-                group.addTask {
-                    try await offThePool { (store.leaseOwner, try store.claimRefresh(id: record.id, expecting: 1, at: now)) }
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            let outcomes = try await withThrowingTaskGroup(of: (String, RefreshClaim).self) { group in
+                for index in 0..<16 {
+                    let store = index.isMultiple(of: 2) ? a : b
+                    group.addTask {
+                        try await offThePool { (store.leaseOwner, try store.claimRefresh(id: record.id, expecting: 1, at: now)) }
+                    }
                 }
+                return try await group.reduce(into: []) { $0.append($1) }
             }
-            return try await group.reduce(into: []) { $0.append($1) }
+            let winners = Set(outcomes.compactMap { host, claim in if case .granted = claim { host } else { nil } })
+            #expect(winners.count == 1, "one host holds the lease; a host's repeated claim of its own lease is its own")
+            #expect(try a.refreshLease(id: record.id)?.owner == winners.first)
         }
-        let winners = Set(outcomes.compactMap { host, claim in if case .granted = claim { host } else { nil } })
-        #expect(winners.count == 1, "one host holds the lease; a host's repeated claim of its own lease is its own")
-        #expect(try a.refreshLease(id: record.id)?.owner == winners.first)
     }
 
     @Test("tenants see only their own accounts; the same DID may be in two tenants")
@@ -96,23 +95,23 @@ struct SharedStoreTests {
 
     @Test("a change on one host reaches the other through NOTIFY; a host does not hear its own")
     func notifications() async throws {
-        let (a, b, _) = try twoHosts()
-        defer { try? a.close(); try? b.close() }
-        let heardByA = Mutex<[StoreChange]>([])
-        let (stream, continuation) = AsyncStream.makeStream(of: StoreChange.self)
-        a.observeChanges { change in heardByA.withLock { $0.append(change) } }
-        b.observeChanges { continuation.yield($0) }
-        let record = Fixtures.record()
-        try a.insert(record, secrets: Fixtures.secrets())
-        try a.markState(id: record.id, state: .needsLogin, reason: "revoked", at: Date(), endsRefresh: true)
-        var heard: [StoreChange] = []
-        for await change in stream {
-            heard.append(change)
-            if heard.count == 2 { break }
+        try await withTwoHosts { (a, b, _) async throws in
+            let heardByA = Mutex<[StoreChange]>([])
+            let (stream, continuation) = AsyncStream.makeStream(of: StoreChange.self)
+            a.observeChanges { change in heardByA.withLock { $0.append(change) } }
+            b.observeChanges { continuation.yield($0) }
+            let record = Fixtures.record()
+            try a.insert(record, secrets: Fixtures.secrets())
+            try a.markState(id: record.id, state: .needsLogin, reason: "revoked", at: Date(), endsRefresh: true)
+            var heard: [StoreChange] = []
+            for await change in stream {
+                heard.append(change)
+                if heard.count == 2 { break }
+            }
+            #expect(heard == [.account(record.id), .account(record.id)])
+            #expect(try b.account(id: record.id)?.state == .needsLogin)
+            #expect(heardByA.withLock { $0.isEmpty })
         }
-        #expect(heard == [.account(record.id), .account(record.id)])
-        #expect(try b.account(id: record.id)?.state == .needsLogin)
-        #expect(heardByA.withLock { $0.isEmpty })
     }
 
     @Test("commits wait for the disk: synchronous_commit is on whatever the server's default")
