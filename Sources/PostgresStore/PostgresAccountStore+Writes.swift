@@ -105,7 +105,12 @@ extension PostgresAccountStore {
         guard rows.count == 1 else { throw StoreError.unknownAccount(record.id) }
     }
 
+    /// Clears the tenant's default (but `id`'s). Default changes of one tenant take turns under
+    /// a transaction-scoped advisory lock: a unique index is checked row by row, so two hosts
+    /// each clearing then setting a different default would otherwise collide on
+    /// `account_single_default` instead of the later one simply winning.
     func clearDefault(_ session: PostgresSessionHandle, except id: UUID?, at: Date) throws {
+        try session.run("SELECT pg_advisory_xact_lock(hashtextextended(\(Self.defaultLockPrefix + settings.tenant), 0))")
         try session.run(notifying("""
             UPDATE account SET is_default = false, updated_at = \(at.storedSeconds)
             WHERE tenant = \(settings.tenant) AND is_default AND id IS DISTINCT FROM \(id)

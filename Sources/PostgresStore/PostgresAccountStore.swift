@@ -16,6 +16,8 @@ import PostgresNIO
 public final class PostgresAccountStore: AccountStorage {
     /// The NOTIFY channel; a payload is "tenant owner account-id".
     static let channel = "blueskyd_accounts"
+    /// Names the advisory lock under which one tenant's default changes take turns.
+    static let defaultLockPrefix = "blueskyd default account of "
 
     public let health: StoreHealth
     public let leaseOwner: String
@@ -114,7 +116,7 @@ public final class PostgresAccountStore: AccountStorage {
                 health.recordFailure(reason)
                 throw StoreError.unreachable(location: settings.location, reason: reason)
             }
-            if isWrite { health.recordFailure(reason) }
+            if isWrite, !PostgresErrorText.isConflict(error) { health.recordFailure(reason) }
             throw StoreError.database(context: context, reason: reason)
         }
     }

@@ -56,6 +56,14 @@ enum PostgresErrorText {
         (error as? PSQLError)?.serverInfo?[.sqlState]
     }
 
+    /// Whether the statement lost a race rather than met a broken store: a constraint it would
+    /// break (class 23) or a transaction the server rolled back (class 40: serialization
+    /// failure, deadlock). The write fails; the store is no less writable for it.
+    static func isConflict(_ error: any Error) -> Bool {
+        guard let state = sqlState(error) else { return false }
+        return state.hasPrefix("23") || state.hasPrefix("40")
+    }
+
     /// Whether the error is the connection's, not the statement's: the database is unreachable.
     static func isConnectionLoss(_ error: any Error) -> Bool {
         if let error = error as? StoreError, case .unreachable = error { return true }

@@ -78,6 +78,33 @@ struct SharedStoreTests {
         }
     }
 
+    @Test("two hosts changing the default at once, and adding accounts as the default: one default, no error")
+    func concurrentDefaults() async throws {
+        try await withTwoHosts { (a, b, first) async throws in
+            let others = (0..<6).map { _ in Fixtures.record() }
+            try a.insert(contentsOf: others.map { ($0, Fixtures.secrets()) })
+            let ids = [first.id] + others.map(\.id)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for round in 0..<24 {
+                    let store = round.isMultiple(of: 2) ? a : b
+                    let id = ids[round % ids.count]
+                    group.addTask {
+                        try await offThePool {
+                            if round.isMultiple(of: 5) {
+                                try store.insert(Fixtures.record(isDefault: true), secrets: Fixtures.secrets())
+                            } else {
+                                try store.setDefault(id: id)
+                            }
+                        }
+                    }
+                }
+                try await group.waitForAll()
+            }
+            #expect(try a.allAccounts().filter(\.isDefault).count == 1)
+            #expect(a.health.problem == nil && b.health.problem == nil, "no outage was reported")
+        }
+    }
+
     @Test("tenants see only their own accounts; the same DID may be in two tenants")
     func tenants() throws {
         let key = SymmetricKey(size: .bits256)
