@@ -4,17 +4,17 @@ import PostgresNIO
 
 extension PostgresAccountStore {
     /// Takes the refresh lease with one conditional update: granted only while the tokens are
-    /// still at `version` and no other host's lease is running. A row another host is claiming
-    /// at this very moment is skipped (`SKIP LOCKED`) rather than waited for: that host is about
-    /// to hold the lease.
+    /// still at `version` and no other host's lease is running. A row another host is locking
+    /// at this moment (its own claim, or its take from the schedule) is waited for, a few
+    /// milliseconds, and then read as that host left it.
     public func claimRefresh(id: UUID, expecting version: Int64, at now: Date) throws -> RefreshClaim {
         let until = now.addingTimeInterval(settings.leaseDuration).storedSeconds
         return try write("marking a refresh as started") { session in
             let locked = try session.run("""
                 SELECT secrets_version, lease_owner, lease_expires_at, refresh_started_at FROM account
-                WHERE tenant = \(settings.tenant) AND id = \(id) FOR UPDATE SKIP LOCKED
+                WHERE tenant = \(settings.tenant) AND id = \(id) FOR UPDATE
                 """).rows.first
-            guard let locked else { return try claimedElsewhere(session, id: id, now: now) }
+            guard let locked else { throw StoreError.unknownAccount(id) }
             let (current, owner, expires, interrupted) = try locked.decode((Int64, String?, Double?, Double?).self)
             guard current == version else { return .superseded(version: current) }
             if let owner, owner != leaseOwner, let expires, expires > now.storedSeconds {
@@ -27,17 +27,6 @@ extension PostgresAccountStore {
                 """)
             return .granted(interruptedAt: interrupted.map(Date.init(storedSeconds:)))
         }
-    }
-
-    /// The row is locked by another host's claim (or gone).
-    private func claimedElsewhere(_ session: PostgresSessionHandle, id: UUID, now: Date) throws -> RefreshClaim {
-        let row = try session.run("""
-            SELECT lease_owner, lease_expires_at FROM account WHERE tenant = \(settings.tenant) AND id = \(id)
-            """).rows.first
-        guard let row else { throw StoreError.unknownAccount(id) }
-        let (owner, expires) = try row.decode((String?, Double?).self)
-        return .held(by: owner ?? "another host",
-                     until: expires.map(Date.init(storedSeconds:)) ?? now.addingTimeInterval(settings.leaseDuration))
     }
 
     /// Stores rotated tokens over the version they were refreshed from, clears the lease and the

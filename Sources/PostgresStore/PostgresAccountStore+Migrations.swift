@@ -61,6 +61,13 @@ extension PostgresAccountStore {
                 PRIMARY KEY (tenant, key_id)
             );
             """),
+        // The shared refresh schedule. An account is due when added (or migrated): the first
+        // host to take it looks, and records when it is really due.
+        ("v2-shared-schedule", """
+            ALTER TABLE account ADD COLUMN refresh_due_at double precision;
+            UPDATE account SET refresh_due_at = updated_at WHERE state <> 'needs-login';
+            CREATE INDEX account_tenant_refresh_due ON account (tenant, refresh_due_at)
+            """),
     ]
 
     /// Applies the migrations not yet applied. Hosts starting together take turns on an

@@ -8,7 +8,8 @@ extension PostgresAccountStore {
     /// - Throws: `StoreError.duplicateDID` for the first DID the tenant has already.
     public func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) throws {
         let rows = try accounts.map { ($0.record, try sealer.seal($0.secrets, account: $0.record.id)) }
-        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets"] + Self.metadataColumns
+        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "refresh_due_at"]
+            + Self.metadataColumns
         let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
         // A taken id or DID inserts nothing instead of failing, which would abort the
         // transaction before the conflict could be explained: one round trip per account.
@@ -22,6 +23,8 @@ extension PostgresAccountStore {
                 binds.append(record.isDefault)
                 binds.append(record.secretsVersion)
                 binds.append(ByteBuffer(bytes: sealed))
+                // Due at once on the shared schedule, should this host die before it records the real date.
+                binds.append(record.state == .needsLogin ? nil : record.updatedAt.storedSeconds)
                 try Self.metadataBinds(record, into: &binds)
                 guard try session.run(notifying(PostgresQuery(unsafeSQL: sql, binds: binds))).rows.isEmpty else { continue }
                 throw try conflict(session, for: record)
@@ -43,7 +46,8 @@ extension PostgresAccountStore {
             try session.run("DELETE FROM dpop_nonce WHERE account_id = \(record.id)")
             let rows = try session.run("""
                 UPDATE account SET sealed_secrets = \(sealed), secrets_version = secrets_version + 1,
-                    refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL
+                    refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+                    refresh_due_at = \(record.updatedAt.storedSeconds)
                 WHERE tenant = \(settings.tenant) AND id = \(record.id) RETURNING secrets_version
                 """).rows
             guard let row = rows.first else { throw StoreError.unknownAccount(record.id) }

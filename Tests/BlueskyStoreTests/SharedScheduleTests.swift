@@ -1,0 +1,64 @@
+import BlueskyStore
+import BlueskyTesting
+import Crypto
+import Foundation
+import PostgresStore
+import Testing
+
+/// The refresh schedule several hosts share: due dates in the store, taken with SKIP LOCKED.
+@Suite("The shared refresh schedule")
+struct SharedScheduleTests {
+    /// Two hosts of one fresh tenant, with a 60 s lease.
+    private func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore) async throws -> Void)
+        async throws {
+        let key = SymmetricKey(size: .bits256)
+        let tenant = "s\(UUID().uuidString.prefix(12).lowercased())"
+        let a = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-a")
+        defer { try? a.close() }
+        let b = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-b")
+        defer { try? b.close() }
+        try await body(a, b)
+    }
+
+    @Test("an added account is due at once; a needs-login one never; dates recorded by one host are the other's")
+    func dueDates() async throws {
+        try await withTwoHosts { (a, b) async throws in
+            let added = Fixtures.record(createdAt: Date(timeIntervalSinceNow: -5))
+            try a.insert(added, secrets: Fixtures.secrets())
+            var waiting = Fixtures.record()
+            waiting.state = .needsLogin
+            try a.insert(waiting, secrets: Fixtures.secrets())
+            #expect(try b.takeDueRefreshes(limit: 10, at: Date()) == [added.id])
+            let later = Date(timeIntervalSinceNow: 3600)
+            try a.setRefreshDue([(added.id, later), (UUID(), Date())])
+            #expect(try b.nextRefreshDue() == later, "an unknown account in the batch is skipped")
+            #expect(try b.takeDueRefreshes(limit: 10, at: Date()).isEmpty)
+            try a.setRefreshDue([(added.id, nil)])
+            #expect(try b.nextRefreshDue() == nil)
+            #expect(try b.takeDueRefreshes(limit: 10, at: Date().addingTimeInterval(7200)).isEmpty)
+        }
+    }
+
+    @Test("two hosts taking 500 due accounts at once take each exactly once; one not rescheduled falls due again after the lease")
+    func takingSpreads() async throws {
+        try await withTwoHosts { (a, b) async throws in
+            let now = Date()
+            let records = (0..<500).map { _ in Fixtures.record(createdAt: now.addingTimeInterval(-60)) }
+            try a.insert(contentsOf: records.map { ($0, Fixtures.secrets()) })
+            let taken = try await withThrowingTaskGroup(of: [UUID].self) { group in
+                for round in 0..<20 {
+                    let store = round.isMultiple(of: 2) ? a : b
+                    group.addTask { try await offThePool { try store.takeDueRefreshes(limit: 40, at: now) } }
+                }
+                return try await group.reduce(into: [UUID]()) { $0 += $1 }
+            }
+            #expect(taken.count == 500 && Set(taken) == Set(records.map(\.id)), "every account once, none twice")
+            #expect(try a.takeDueRefreshes(limit: 1000, at: now.addingTimeInterval(59)).isEmpty, "held until the lease ends")
+            let next = try #require(try a.nextRefreshDue())
+            #expect(abs(next.timeIntervalSince(now.addingTimeInterval(60))) < 0.001)
+            // Host B records the real dates of all but one; that one (a host died) is due again.
+            try b.setRefreshDue(records.dropFirst().map { ($0.id, now.addingTimeInterval(3600)) })
+            #expect(try a.takeDueRefreshes(limit: 1000, at: now.addingTimeInterval(61)) == [records[0].id])
+        }
+    }
+}
