@@ -57,7 +57,9 @@ public struct Daemon: Sendable {
         }
         let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
-        let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() })
+        let sharedSchedule = store as? any SharedRefreshSchedule
+        let sharedDates = sharedSchedule.map { _ in SharedDueWriter() }
+        let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() }, sharedDates: sharedDates)
         let oauthClient = try startup(OAuthClientIdentity.load(settings: configuration.oauthClient, store: store, now: Date(),
                                                                logger: logger))
         let environment = SessionEnvironment(
@@ -68,7 +70,7 @@ public struct Daemon: Sendable {
             refreshAhead: configuration.refreshAhead,
             backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
             upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },
-            reschedule: { id, date in await scheduler.schedule(id, at: date) })
+            reschedule: { id, date in await scheduler.schedule(id, at: date) }, scheduleIsShared: sharedSchedule != nil)
         let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
         store.health.observe { [events = environment.events] outage in
             if let outage {
@@ -111,6 +113,7 @@ public struct Daemon: Sendable {
         let group = ServiceGroup(
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
+            ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
@@ -151,6 +154,9 @@ public struct Daemon: Sendable {
             logger.info("waiting for refreshes in flight", metadata: ["count": "\(environment.refreshes.running)"])
         }
         await environment.refreshes.waitUntilIdle()
+        if let sharedSchedule, let sharedDates, sharedDates.pendingCount > 0 {
+            sharedDates.flushAtStop(schedule: sharedSchedule, logger: logger)
+        }
         await callHTTP.shutdown()
         try? await http.shutdown()
         do {
@@ -163,6 +169,14 @@ public struct Daemon: Sendable {
             throw failure
         }
         logger.info("blueskyd stopped")
+    }
+
+    /// The shared schedule's service, with a shared store; listed after the scheduler, so
+    /// that it stops taking accounts first.
+    private func sharedScheduleServices(_ schedule: (any SharedRefreshSchedule)?, dates: SharedDueWriter?,
+                                        scheduler: RefreshScheduler) -> [any Service] {
+        guard let schedule, let dates else { return [] }
+        return [SharedScheduleService(schedule: schedule, dates: dates, scheduler: scheduler, logger: logger)]
     }
 
     /// A key that does not open the store's secrets (a replaced `store.key`) would fail every
@@ -217,6 +231,26 @@ struct SchedulerService: Service {
             await scheduler.run { id in await accounts.scheduledRefresh(id) }
         }
         await accounts.backgroundChecks.stop()
+    }
+}
+
+/// With a shared store: takes this host's share of the due accounts, and writes the dates
+/// this host decides.
+struct SharedScheduleService: Service {
+    let schedule: any SharedRefreshSchedule
+    let dates: SharedDueWriter
+    let scheduler: RefreshScheduler
+    let logger: Logger
+
+    func run() async throws {
+        let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: logger, now: { Date() })
+        await cancelWhenGracefulShutdown {
+            await withDiscardingTaskGroup { group in
+                group.addTask { await dates.run(schedule: schedule, logger: logger) }
+                await taker.run()
+                dates.stop()
+            }
+        }
     }
 }
 

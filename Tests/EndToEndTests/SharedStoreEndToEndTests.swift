@@ -73,6 +73,12 @@ struct SharedStoreEndToEndTests {
                 zip(accounts, before).allSatisfy { testbed.stats(did: $0.did).refreshes - $1.refreshes >= 3 }
             }
             try await Self.callEveryAccount(on: hosts, accounts: accounts)
+            // The hosts take due accounts from the shared schedule: the work spread over all three.
+            var rotated: [Int] = []
+            for host in hosts { rotated.append(try await host.call("daemon.status")["tokensRotated"]?.intValue ?? 0) }
+            let total = rotated.reduce(0, +)
+            #expect(total >= 3 * Self.accountCount && rotated.allSatisfy { $0 * 10 >= total },
+                    "each host did at least a tenth of the refreshes: \(rotated)")
             for account in accounts {
                 let stats = testbed.stats(did: account.did)
                 #expect(stats.refreshTokenReuses == 0 && stats.rejectedRefreshes == 0,

@@ -63,7 +63,8 @@ private struct LoadPass {
                                      identityCheckedAt: AccountManager.seededIdentityCheck(now: now))
         registry.insert(session, record: record)
         var due = AccountSession.plannedRefresh(of: record, environment: environment)
-        if record.refreshStartedAt != nil, record.state != .needsLogin {
+        // With a shared store a mark may be another live host's refresh: the claim tells them apart.
+        if record.refreshStartedAt != nil, record.state != .needsLogin, !environment.scheduleIsShared {
             interrupted.append(record)
             due = now
         }

@@ -50,13 +50,18 @@ extension AccountManager {
     }
 
     /// Starts keeping an account the store holds: its session in the registry, `account.added`,
-    /// its place in the schedule.
+    /// its place in the schedule. One `addedElsewhere` (by another host) is in the shared
+    /// schedule already.
     @discardableResult
-    func track(_ record: AccountRecord) async -> AccountSession {
+    func track(_ record: AccountRecord, addedElsewhere: Bool = false) async -> AccountSession {
         let session = AccountSession(record: record, environment: environment)
         registry.insert(session, record: record)
         await session.publish(.accountAdded)
-        await scheduler.schedule(record.id, at: await session.nextRefreshDate(), host: record.refreshHost)
+        if addedElsewhere {
+            await scheduler.know(record.id, host: record.refreshHost)
+        } else {
+            await scheduler.schedule(record.id, at: await session.nextRefreshDate(), host: record.refreshHost)
+        }
         return session
     }
 

@@ -36,7 +36,7 @@ extension AccountManager {
                 // Removed and added again elsewhere under a new id: the old one is gone.
                 await apply(nil, id: stale.id)
             }
-            await track(stored)
+            await track(stored, addedElsewhere: true)
             logger.info("account added on another host", metadata: ["account": "\(id.uuidString.lowercased())"])
         case (nil, nil):
             break

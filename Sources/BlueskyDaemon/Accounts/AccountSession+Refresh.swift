@@ -49,6 +49,7 @@ extension AccountSession {
     /// The scheduler's turn: save tokens the store refused earlier, then refresh when due.
     /// Returns when to come back.
     func scheduledUpkeep() async -> Date? {
+        if environment.scheduleIsShared, await !takenAccountIsDue() { return nextRefreshDate() }
         if unsavedSecrets != nil {
             guard await saveUnsavedTokens() else { return nextRefreshDate() }
             if let next = nextRefreshDate(), next > environment.now() { return next }
@@ -131,6 +132,7 @@ extension AccountSession {
             // Another host's tokens won (this host's lease had run out): use theirs.
             return try currentSecrets()
         }
+        if outcome == .saved { environment.refreshes.countRotation() }
         if outcome == .saved, metadataChanged { saveMetadata() }
         if renamed {
             logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])

@@ -27,7 +27,28 @@ extension AccountSession {
         }
         update(record: stored)
         releaseActivityIfIdle()
-        await environment.reschedule(id, nextRefreshDate())
+        // With a shared schedule the host that made the change recorded the date.
+        if !environment.scheduleIsShared { await environment.reschedule(id, nextRefreshDate()) }
+    }
+
+    /// Whether an account taken from the shared schedule needs refreshing now. The date it
+    /// was taken by may be older than its tokens (another host refreshed since, or the
+    /// account was just added), so the account is read as stored first. An unfinished
+    /// refresh (a mark left by a host that died) is finished now: its token may be spent.
+    func takenAccountIsDue() async -> Bool {
+        if let stored = try? environment.store.account(id: id) {
+            await adoptStored(stored)
+        }
+        // Unreadable: the claim, which needs the store too, says what is wrong.
+        guard record.state != .needsLogin else { return false }
+        let now = environment.now()
+        if record.refreshStartedAt != nil || unsavedSecrets != nil { return true }
+        if backoffRemaining() != nil { return false }
+        if let heldElsewhereUntil, heldElsewhereUntil > now { return false }
+        guard let earliest = Self.plannedRefresh(of: record, environment: environment, jitter: Jitter.widest) else {
+            return false
+        }
+        return earliest <= now
     }
 
     /// The claim found newer tokens than this host's: another host refreshed. Reads them and

@@ -212,7 +212,8 @@ actor AccountSession {
     ///
     /// The lead time gets up to 20 % of jitter (at most a third of the token's life), so that
     /// accounts added or refreshed together drift apart instead of falling due in one burst.
-    static func plannedRefresh(of record: AccountRecord, environment: SessionEnvironment) -> Date? {
+    static func plannedRefresh(of record: AccountRecord, environment: SessionEnvironment,
+                               jitter: Double = Jitter.uniform(in: 1.0...Jitter.widest)) -> Date? {
         guard record.state != .needsLogin else { return nil }
         guard let expiry = record.accessExpiresAt else {
             // Opaque token: refresh on a fixed period so the refresh token stays fresh.
@@ -221,7 +222,7 @@ actor AccountSession {
         let issued = record.lastRefreshAt ?? record.createdAt
         let lifetime = max(0, expiry.timeIntervalSince(issued))
         let ahead = min(environment.refreshAhead.seconds, lifetime / 4)
-        let jittered = min(ahead * Jitter.uniform(in: 1.0...1.2), lifetime / 3)
+        let jittered = min(ahead * jitter, lifetime / 3)
         return expiry.addingTimeInterval(-jittered)
     }
 

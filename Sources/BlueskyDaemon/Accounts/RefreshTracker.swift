@@ -8,12 +8,19 @@ final class RefreshTracker: Sendable {
     private struct State {
         var running = 0
         var finished = 0
+        var rotated = 0
         var idleWaiters: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
 
     var running: Int { state.withLock { $0.running } }
+    /// Refreshes that brought new tokens and saved them, since the start (`daemon.status`).
+    var rotated: Int { state.withLock { $0.rotated } }
+
+    func countRotation() {
+        state.withLock { $0.rotated += 1 }
+    }
 
     func begin() {
         state.withLock { $0.running += 1 }

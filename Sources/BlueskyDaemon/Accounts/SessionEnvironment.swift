@@ -28,11 +28,16 @@ final class SessionEnvironment: Sendable {
     let now: @Sendable () -> Date
     /// Moves the account's entry in the refresh schedule (nil: none until a new login).
     let reschedule: @Sendable (UUID, Date?) async -> Void
+    /// Whether the refresh schedule is the shared store's: another host's change then needs
+    /// no reschedule here (that host recorded the date), and a taken account is looked at
+    /// before it is refreshed (the date may be older than its tokens).
+    let scheduleIsShared: Bool
 
     init(store: any AccountStorage, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
          refreshAhead: Duration,
          backoff: Backoff, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,
-         reschedule: @escaping @Sendable (UUID, Date?) async -> Void, events: EventHub = EventHub()) {
+         reschedule: @escaping @Sendable (UUID, Date?) async -> Void, scheduleIsShared: Bool = false,
+         events: EventHub = EventHub()) {
         self.events = events
         self.store = store
         self.http = http
@@ -43,6 +48,7 @@ final class SessionEnvironment: Sendable {
         self.logger = logger
         self.now = now
         self.reschedule = reschedule
+        self.scheduleIsShared = scheduleIsShared
     }
 
     var refreshAhead: Duration { timing.withLock { $0.refreshAhead } }

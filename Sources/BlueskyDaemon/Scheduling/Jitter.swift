@@ -3,6 +3,9 @@ import Synchronization
 /// Random spreading of due dates. Not a secret, so not the system generator: that one costs a
 /// getrandom(2) call per number, and a start with 100,000 accounts draws 200,000 of them.
 enum Jitter {
+    /// The largest factor a refresh's lead time is stretched by (up to 20 % earlier).
+    static let widest = 1.2
+
     private static let state = Mutex<UInt64>(UInt64.random(in: 1...UInt64.max))
 
     /// A uniformly drawn number in `range` (SplitMix64 under a lock).

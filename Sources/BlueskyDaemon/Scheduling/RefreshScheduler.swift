@@ -10,6 +10,9 @@ import Logging
 /// server, or an app password's PDS), so that one slow server cannot take every slot. Due
 /// accounts leave the heap only when a slot is free, most urgent (earliest due) first, so that
 /// after downtime the accounts closest to lapsing go before those that can wait.
+///
+/// With a shared store the schedule is the store's (`SharedRefreshSchedule`): dates go there
+/// through `sharedDates`, and the heap holds only the accounts this host took from it.
 actor RefreshScheduler {
     struct Entry: Comparable {
         var due: Date
@@ -49,10 +52,17 @@ actor RefreshScheduler {
     /// Liveness probes waiting for the loop's next turn.
     private var probes: [CheckedContinuation<Bool, Never>] = []
     private var isRunning = false
+    /// Where due dates go when several hosts share the schedule; nil: it is this heap.
+    private let sharedDates: SharedDueWriter?
+    /// Accounts taken from the shared schedule and not dispatched yet.
+    private var takenWaiting = Set<UUID>()
+    /// The shared schedule's earliest date, as last read.
+    private var sharedNextDue: Date?
 
-    init(limits: RefreshLimits, now: @escaping @Sendable () -> Date) {
+    init(limits: RefreshLimits, now: @escaping @Sendable () -> Date, sharedDates: SharedDueWriter? = nil) {
         self.limits = limits
         self.now = now
+        self.sharedDates = sharedDates
     }
 
     /// Schedules (or reschedules) `id` at `date`; nil removes it from the schedule. `host`
@@ -60,6 +70,12 @@ actor RefreshScheduler {
     func schedule(_ id: UUID, at date: Date?, host: String? = nil) {
         var slot = slots[id] ?? Slot(due: nil, host: HostTable.unknown)
         if let host { slot.host = hosts.id(for: host) }
+        if let sharedDates {
+            slots[id] = slot
+            // The same floor as below, from now: no answer makes any host spin on an account.
+            sharedDates.note(id, due: date.map { max($0, now().addingTimeInterval(Self.minimumRedispatchInterval)) })
+            return
+        }
         if var date, let started = runningSince[id] {
             date = max(date, started.addingTimeInterval(Self.minimumRedispatchInterval))
             slot.due = date
@@ -72,20 +88,62 @@ actor RefreshScheduler {
         if queue.min?.id == id { wake() }
     }
 
-    /// Schedules many accounts in one go (start-up).
+    /// Schedules many accounts in one go (start-up). With a shared schedule only their servers
+    /// are noted: the store holds their dates already.
     func scheduleAll(_ plan: [(id: UUID, due: Date?, host: String)]) {
         slots.reserveCapacity(slots.count + plan.count)
-        for entry in plan { schedule(entry.id, at: entry.due, host: entry.host) }
+        for entry in plan {
+            if sharedDates != nil {
+                slots[entry.id] = Slot(due: nil, host: hosts.id(for: entry.host))
+            } else {
+                schedule(entry.id, at: entry.due, host: entry.host)
+            }
+        }
+    }
+
+    /// Knows an account (and its server) without scheduling it: another host added it to the
+    /// shared schedule.
+    func know(_ id: UUID, host: String) {
+        if slots[id] == nil { slots[id] = Slot(due: nil, host: hosts.id(for: host)) }
+    }
+
+    /// How many more accounts this host may take from the shared schedule now: its free
+    /// refresh slots, less those taken and not started yet.
+    var roomForTaken: Int { max(0, limits.overall - running - takenWaiting.count) }
+
+    /// Runs accounts taken from the shared schedule as soon as their servers have a free slot.
+    /// An account this host does not know (yet) is left: it falls due again after the lease.
+    func dispatchTaken(_ ids: [UUID]) {
+        let current = now()
+        for id in ids {
+            guard var slot = slots[id], slot.due == nil, runningSince[id] == nil else { continue }
+            slot.due = current
+            slots[id] = slot
+            takenWaiting.insert(id)
+            queue.insert(Entry(due: current, id: id))
+        }
+        if !ids.isEmpty { wake() }
+    }
+
+    func setSharedNextDue(_ date: Date?) { sharedNextDue = date }
+
+    /// The next refresh anywhere in the schedule, for status displays.
+    func nextScheduled() -> Date? {
+        [nextDue(), sharedNextDue].compactMap { $0 }.min()
     }
 
     /// Forgets a removed account altogether.
     func remove(_ id: UUID) {
         slots[id] = nil
+        takenWaiting.remove(id)
     }
 
     private func due(_ id: UUID) -> Date? { slots[id]?.due }
 
-    private func markDispatched(_ id: UUID) { slots[id]?.due = nil }
+    private func markDispatched(_ id: UUID) {
+        slots[id]?.due = nil
+        takenWaiting.remove(id)
+    }
 
     /// The earliest scheduled refresh; superseded entries on top of the heap are dropped on the way.
     func nextDue() -> Date? {

@@ -10,7 +10,7 @@ struct StatusSummary: Sendable {
     func line(now: Date = Date()) async -> String {
         let census = accounts.registry.census
         var text = Self.describe(accounts: accounts.registry.count, needsLogin: census.count(.needsLogin),
-                                 nextRefresh: await accounts.scheduler.nextDue(), now: now,
+                                 nextRefresh: await accounts.scheduler.nextScheduled(), now: now,
                                  sessionsEndingSoon: census.sessionsEndingSoon(now: now))
         if let problem = accounts.store.health.problem { text = problem + "; " + text }
         if let note = reloader.statusNote { text += "; " + note }

@@ -1,0 +1,70 @@
+import BlueskyStore
+import Foundation
+import Logging
+import Synchronization
+
+/// Carries this host's scheduling decisions (when an account is next due) into the shared
+/// schedule, in batches and off the scheduler: the scheduler notes a date and goes on, a
+/// background loop writes what has piled up. A later date for the same account replaces an
+/// earlier one not yet written; a failed write is tried again with backoff, keeping dates
+/// noted meanwhile.
+///
+/// A date lost with this host (it died before writing it) costs nothing: an account taken
+/// from the schedule stays hidden only until its lease ends, then falls due again.
+final class SharedDueWriter: Sendable {
+    /// A noted date: `due` nil means never (the account waits for a new login).
+    private struct Noted { var due: Date? }
+
+    private let pending = Mutex<[UUID: Noted]>([:])
+    private let signal = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+
+    /// Notes when `id` is next due; the write follows shortly.
+    func note(_ id: UUID, due: Date?) {
+        pending.withLock { $0[id] = Noted(due: due) }
+        signal.continuation.yield()
+    }
+
+    var pendingCount: Int { pending.withLock { $0.count } }
+
+    /// Writes noted dates as they come until cancelled, then once more (a stop).
+    func run(schedule: any SharedRefreshSchedule, logger: Logger) async {
+        var pause: TimeInterval = 0.5
+        for await _ in signal.stream {
+            while !flush(schedule, logger: logger) {
+                guard !Task.isCancelled else { return }
+                try? await Task.sleep(for: .seconds(pause))
+                pause = min(pause * 2, 30)
+            }
+            pause = 0.5
+        }
+        _ = flush(schedule, logger: logger)
+    }
+
+    func stop() { signal.continuation.finish() }
+
+    /// One last write at a stop, after the last refresh ended; false when the store refused.
+    @discardableResult
+    func flushAtStop(schedule: any SharedRefreshSchedule, logger: Logger) -> Bool {
+        flush(schedule, logger: logger)
+    }
+
+    /// Writes what is pending; false (dates kept) when the store refused.
+    private func flush(_ schedule: any SharedRefreshSchedule, logger: Logger) -> Bool {
+        let batch = pending.withLock { noted in
+            defer { noted = [:] }
+            return noted
+        }
+        guard !batch.isEmpty else { return true }
+        do {
+            try schedule.setRefreshDue(batch.map { ($0.key, $0.value.due) })
+            return true
+        } catch {
+            // Dates noted since the batch was taken are newer: they stay as they are.
+            pending.withLock { noted in noted.merge(batch) { newer, _ in newer } }
+            logger.warning("cannot record due dates in the shared schedule; trying again", metadata: [
+                "accounts": "\(batch.count)", "error": "\(error)",
+            ])
+            return false
+        }
+    }
+}

@@ -1,0 +1,54 @@
+import BlueskyStore
+import Foundation
+import Logging
+
+/// Takes due accounts from the shared schedule for this host, as many as it has free refresh
+/// slots, and hands them to the local scheduler, which runs them under its limits. Hosts that
+/// take at the same moment skip each other's rows (`FOR UPDATE SKIP LOCKED`), so the work
+/// spreads over the hosts by itself, and a host that stops taking leaves its share to the rest.
+struct SharedScheduleTaker {
+    let schedule: any SharedRefreshSchedule
+    let scheduler: RefreshScheduler
+    let logger: Logger
+    let now: @Sendable () -> Date
+    /// How long the taker sleeps at most: dates other hosts record are seen this late.
+    var longestSleep: TimeInterval = 2
+    /// A pause after a full take, while the local scheduler starts what it was given.
+    var pauseWhenFull: TimeInterval = 0.05
+
+    func run() async {
+        var failures = 0
+        while !Task.isCancelled {
+            let sleep: TimeInterval
+            do {
+                sleep = try await takeOnce()
+                if failures > 0 { logger.info("taking from the shared schedule again") }
+                failures = 0
+            } catch {
+                failures += 1
+                if failures == 1 {
+                    logger.warning("cannot take due accounts from the shared schedule; trying again with backoff",
+                                   metadata: ["error": "\(error)"])
+                }
+                sleep = min(0.5 * pow(2, Double(min(failures - 1, 6))), 30) * Double.random(in: 0.8...1.0)
+            }
+            try? await Task.sleep(for: .seconds(sleep))
+        }
+    }
+
+    /// Takes what is due and fits; returns how long to sleep before looking again.
+    private func takeOnce() async throws -> TimeInterval {
+        let room = await scheduler.roomForTaken
+        if room > 0 {
+            let taken = try schedule.takeDueRefreshes(limit: room, at: now())
+            await scheduler.dispatchTaken(taken)
+            if taken.count == room { return pauseWhenFull }
+        } else {
+            return pauseWhenFull
+        }
+        let next = try schedule.nextRefreshDue()
+        await scheduler.setSharedNextDue(next)
+        guard let next else { return longestSleep }
+        return min(max(next.timeIntervalSince(now()), pauseWhenFull), longestSleep)
+    }
+}

@@ -1,0 +1,116 @@
+import BlueskyStore
+import Foundation
+import Logging
+import Synchronization
+import BlueskyTesting
+import Testing
+@testable import BlueskyDaemon
+
+/// The shared schedule as the daemon drives it: takers on several hosts, the local
+/// schedulers' limits, the dates written back. The store is an in-memory stand-in with the
+/// same contract as PostgreSQL's (SharedScheduleTests in BlueskyStoreTests checks that one).
+@Suite("Hosts taking due accounts from a shared schedule")
+struct SharedScheduleTakerTests {
+    final class MemorySchedule: SharedRefreshSchedule {
+        struct State {
+            var due: [UUID: Date] = [:]
+            var failTakes = 0
+            var failedTakes = 0
+        }
+        let state = Mutex(State())
+        let lease: TimeInterval = 60
+
+        func setRefreshDue(_ dates: [(id: UUID, due: Date?)]) throws {
+            state.withLock { for (id, due) in dates { $0.due[id] = due } }
+        }
+
+        func takeDueRefreshes(limit: Int, at now: Date) throws -> [UUID] {
+            try state.withLock { state in
+                if state.failTakes > 0 {
+                    state.failTakes -= 1
+                    state.failedTakes += 1
+                    throw StoreError.unreachable(location: "memory", reason: "connection refused")
+                }
+                let taken = state.due.filter { $0.value <= now }.sorted { $0.value < $1.value }.prefix(limit).map(\.key)
+                for id in taken { state.due[id] = now.addingTimeInterval(lease) }
+                return taken
+            }
+        }
+
+        func nextRefreshDue() throws -> Date? { state.withLock { $0.due.values.min() } }
+    }
+
+    /// The accounts one host refreshed, in order.
+    final class Refreshed: Sendable {
+        private let ids = Mutex([UUID]())
+        var all: [UUID] { ids.withLock { $0 } }
+        func append(_ id: UUID) { ids.withLock { $0.append(id) } }
+    }
+
+    /// One host: its scheduler, taker and writer; counts what it refreshed.
+    struct Host {
+        let scheduler: RefreshScheduler
+        let dates = SharedDueWriter()
+        let refreshed = Refreshed()
+        let tasks: [Task<Void, Never>]
+
+        init(schedule: MemorySchedule, accounts: [UUID], next: Date) {
+            let dates = self.dates
+            let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 4, perHost: 4), now: { Date() }, sharedDates: dates)
+            self.scheduler = scheduler
+            let refreshed = self.refreshed
+            let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: Logger(label: "test"),
+                                            now: { Date() }, longestSleep: 0.2, pauseWhenFull: 0.01)
+            tasks = [
+                Task { await scheduler.scheduleAll(accounts.map { ($0, Date(), "https://pds.test") }) },
+                Task {
+                    await scheduler.run { id in
+                        try? await Task.sleep(for: .milliseconds(5))
+                        refreshed.append(id)
+                        return next
+                    }
+                },
+                Task { await taker.run() },
+                Task { await dates.run(schedule: schedule, logger: Logger(label: "test")) },
+            ]
+        }
+
+        func stop() async {
+            for task in tasks { task.cancel() }
+            dates.stop()
+            for task in tasks { await task.value }
+        }
+    }
+
+    @Test("three hosts take 300 due accounts: each refreshed once, the work spread, the next dates written back")
+    func spreads() async throws {
+        let schedule = MemorySchedule()
+        let accounts = (0..<300).map { _ in UUID() }
+        let next = Date().addingTimeInterval(3600)
+        try schedule.setRefreshDue(accounts.map { ($0, Date()) })
+        let hosts = (0..<3).map { _ in Host(schedule: schedule, accounts: accounts, next: next) }
+        let done = try await eventually(timeout: .seconds(60)) {
+            schedule.state.withLock { $0.due.values.allSatisfy { $0 == next } }
+        }
+        for host in hosts { await host.stop() }
+        #expect(done, "every account's next date is in the shared schedule")
+        let counts = hosts.map { $0.refreshed.all.count }
+        let all = hosts.flatMap { $0.refreshed.all }
+        #expect(all.count == 300 && Set(all) == Set(accounts), "each account once: \(counts)")
+        #expect(counts.allSatisfy { $0 > 0 }, "every host took a share: \(counts)")
+    }
+
+    @Test("a store that refuses takes: the taker backs off, then takes again and the refresh happens once")
+    func failingStore() async throws {
+        let schedule = MemorySchedule()
+        let account = UUID()
+        try schedule.setRefreshDue([(account, Date())])
+        schedule.state.withLock { $0.failTakes = 3 }
+        let host = Host(schedule: schedule, accounts: [account], next: Date().addingTimeInterval(600))
+        let refreshed = try await eventually(timeout: .seconds(60)) { host.refreshed.all.count == 1 }
+        let failures = schedule.state.withLock { $0.failedTakes }
+        await host.stop()
+        #expect(refreshed && failures == 3)
+        #expect(schedule.state.withLock { $0.due[account] }.map { $0.timeIntervalSinceNow > 500 } == true)
+    }
+}
