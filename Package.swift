@@ -117,7 +117,8 @@ let package = Package(
         // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
         .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "DaemonHarness", "JSONRPC", "BlueskyStore", "DPoP", "ATOAuth", "BlueskyHTTP", "WebBasics", logging,
+            "ATTestbed", "DaemonHarness", "JSONRPC", "BlueskyStore", "PostgresStore", "DPoP", "ATOAuth", "BlueskyHTTP",
+            "WebBasics", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),

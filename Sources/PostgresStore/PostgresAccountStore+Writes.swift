@@ -8,29 +8,49 @@ extension PostgresAccountStore {
     /// - Throws: `StoreError.duplicateDID` for the first DID the tenant has already.
     public func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) throws {
         let rows = try accounts.map { ($0.record, try sealer.seal($0.secrets, account: $0.record.id)) }
-        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "refresh_due_at"]
-            + Self.metadataColumns
-        let placeholders = (1...columns.count).map { "$\($0)" }.joined(separator: ", ")
-        // A taken id or DID inserts nothing instead of failing, which would abort the
-        // transaction before the conflict could be explained: one round trip per account.
-        let sql = "INSERT INTO account (\(columns.joined(separator: ", "))) VALUES (\(placeholders)) ON CONFLICT DO NOTHING"
+        // A default changes another row first, so those go one by one; the rest many per statement.
+        let chunks = rows.contains { $0.0.isDefault } ? rows.map { [$0] } : stride(from: 0, to: rows.count, by: Self.insertChunk)
+            .map { Array(rows[$0..<min($0 + Self.insertChunk, rows.count)]) }
         try write("inserting accounts") { session in
-            for (record, sealed) in rows {
-                if record.isDefault { try clearDefault(session, except: record.id, at: record.updatedAt) }
-                var binds = PostgresBindings(capacity: columns.count + 1)
-                binds.append(record.id)
-                binds.append(settings.tenant)
-                binds.append(record.isDefault)
-                binds.append(record.secretsVersion)
-                binds.append(ByteBuffer(bytes: sealed))
-                // Due at once on the shared schedule, should this host die before it records the real date.
-                binds.append(record.state == .needsLogin ? nil : record.updatedAt.storedSeconds)
-                try Self.metadataBinds(record, into: &binds)
-                guard try session.run(notifying(PostgresQuery(unsafeSQL: sql, binds: binds))).rows.isEmpty else { continue }
-                throw try conflict(session, for: record)
-                    ?? StoreError.database(context: "inserting accounts", reason: "another host registered the account at the same moment")
+            for chunk in chunks {
+                if let record = chunk.first?.0, chunk.count == 1, record.isDefault {
+                    try clearDefault(session, except: record.id, at: record.updatedAt)
+                }
+                // A taken id or DID inserts nothing instead of failing, which would abort the
+                // transaction before the conflict could be explained.
+                let inserted = Set(try session.run(notifying(insertStatement(chunk))).rows.map { try $0.decode(UUID.self) })
+                guard inserted.count < chunk.count else { continue }
+                for (record, _) in chunk where !inserted.contains(record.id) {
+                    if let conflict = try conflict(session, for: record) { throw conflict }
+                }
+                throw StoreError.database(context: "inserting accounts", reason: "another host registered an account at the same moment")
             }
         }
+    }
+
+    /// Rows per INSERT: 31 parameters each, under PostgreSQL's 65,535 per statement.
+    static let insertChunk = 1_000
+
+    private func insertStatement(_ chunk: [(AccountRecord, Data)]) throws -> PostgresQuery {
+        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "refresh_due_at"]
+            + Self.metadataColumns
+        var binds = PostgresBindings(capacity: columns.count * chunk.count)
+        var values: [String] = []
+        values.reserveCapacity(chunk.count)
+        for (index, (record, sealed)) in chunk.enumerated() {
+            let first = index * columns.count
+            values.append("(" + (1...columns.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+            binds.append(record.id)
+            binds.append(settings.tenant)
+            binds.append(record.isDefault)
+            binds.append(record.secretsVersion)
+            binds.append(ByteBuffer(bytes: sealed))
+            // Due at once on the shared schedule, should this host die before it records the real date.
+            binds.append(record.state == .needsLogin ? nil : record.updatedAt.storedSeconds)
+            try Self.metadataBinds(record, into: &binds)
+        }
+        return PostgresQuery(unsafeSQL: "INSERT INTO account (\(columns.joined(separator: ", "))) VALUES "
+            + values.joined(separator: ", ") + " ON CONFLICT DO NOTHING", binds: binds)
     }
 
     /// Saves an account's metadata: everything but the secrets and their version, `isDefault`

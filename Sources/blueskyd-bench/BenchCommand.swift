@@ -50,6 +50,10 @@ struct RunBenchmark: AsyncParsableCommand {
     var refreshLatencyMs = 100
     @Option(help: "Minutes the access tokens handed out by refreshes live (refresh-capacity: longer than the run).")
     var refreshedTokenLifetimeMinutes = 120
+    @Option(help: "Accounts in the cluster section's PostgreSQL database (all three hosts load them all).")
+    var clusterAccounts = 1_000_000
+    @Option(help: "Of those, OAuth accounts that fall due at once in the cluster section's storm (a quarter more for the failover storm).")
+    var stormAccounts = 20_000
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
     @Option(help: "Seconds after which the whole run gives up (children are killed); default 600, plus the refresh-capacity section's length when it runs.")
@@ -72,7 +76,10 @@ struct RunBenchmark: AsyncParsableCommand {
         options.refreshLeadMinutes = max(0, refreshLeadMinutes)
         options.refreshLatencyMilliseconds = max(0, refreshLatencyMs)
         options.refreshedTokenLifetimeMinutes = max(1, refreshedTokenLifetimeMinutes)
-        let extra = options.wants(RefreshCapacityBench.section) ? RefreshCapacityBench.timeBudget(options) : 0
+        options.clusterAccounts = max(1, clusterAccounts)
+        options.stormAccounts = max(10, stormAccounts)
+        let extra = (options.wants(RefreshCapacityBench.section) ? RefreshCapacityBench.timeBudget(options) : 0)
+            + (options.wants(ClusterBench.section) ? ClusterBench.timeBudget(options) : 0)
         Watchdog.arm(seconds: timeLimit ?? 600 + extra)
         let progress = ProgressLog(enabled: true)
         let report = await BenchRun(options: options, progress: progress).run()
@@ -105,6 +112,8 @@ struct BenchOptions: Sendable {
     var refreshLeadMinutes = 7.0
     var refreshLatencyMilliseconds = 100
     var refreshedTokenLifetimeMinutes = 120
+    var clusterAccounts = 1_000_000
+    var stormAccounts = 20_000
 
     func wants(_ section: String) -> Bool { sections.contains(section) }
 }

@@ -40,6 +40,10 @@ extension BenchReport {
             lines.append("")
             lines += refreshCapacity.lines()
         }
+        if let cluster {
+            lines.append("")
+            lines += cluster.lines()
+        }
         if !problems.isEmpty {
             lines.append("")
             lines.append("Problems:")

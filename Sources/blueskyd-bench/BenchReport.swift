@@ -22,6 +22,8 @@ struct BenchReport: Codable, Sendable {
     var refreshCapacity: RefreshCapacityResult?
     /// Section 9: what 100 event subscribers cost.
     var events: EventsResult?
+    /// Section 10: three hosts on one PostgreSQL database.
+    var cluster: ClusterResult?
     /// Sections that failed or were skipped, one line each.
     var problems: [String] = []
 }

@@ -32,7 +32,9 @@ struct BenchRun {
         report.sections = BenchRun.sectionOrder.filter(options.wants)
         // The shared testbed serves every section but the last two (dpop needs none, and
         // refresh-capacity starts its own).
-        let needsSharedUpstream = options.sections.contains { !["dpop", RefreshCapacityBench.section].contains($0) }
+        let needsSharedUpstream = options.sections.contains {
+            !["dpop", RefreshCapacityBench.section, ClusterBench.section].contains($0)
+        }
         let upstream = needsSharedUpstream ? await startUpstream(directory: work.path + "/testbed", report: &report) : nil
         if !needsSharedUpstream { report.upstream = "none shared (refresh-capacity starts its own testbed)" }
         if options.wants("throughput") || options.wants("latency") {
@@ -84,12 +86,16 @@ struct BenchRun {
             report.refreshCapacity = await RefreshCapacityBench(options: options, workDirectory: work.path, progress: progress).run()
             if let error = report.refreshCapacity?.error { report.problems.append("refresh-capacity: \(error)") }
         }
+        if options.wants(ClusterBench.section) {
+            report.cluster = await ClusterBench(options: options, workDirectory: work.path, progress: progress).run()
+            if let error = report.cluster?.error { report.problems.append("cluster: \(error)") }
+        }
         return report
     }
 
     /// Every section, in the order they run.
     static let sectionOrder = ["throughput", "latency", "oauth-throughput", "oauth-latency", "oauth-nonces", "memory", "dpop",
-                               EventsBench.section, RefreshCapacityBench.section]
+                               EventsBench.section, RefreshCapacityBench.section, ClusterBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {
         progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))
