@@ -61,11 +61,12 @@ extension PostgresAccountStore {
                 PRIMARY KEY (tenant, key_id)
             );
             """),
-        // The shared refresh schedule. An account is due when added (or migrated): the first
-        // host to take it looks, and records when it is really due.
+        // The shared refresh schedule. A migrated account is due 6 minutes before its access
+        // token expires (the default lead at its widest; at once for opaque tokens): the host
+        // that takes it then records when it is really due.
         ("v2-shared-schedule", """
             ALTER TABLE account ADD COLUMN refresh_due_at double precision;
-            UPDATE account SET refresh_due_at = updated_at WHERE state <> 'needs-login';
+            UPDATE account SET refresh_due_at = COALESCE(access_expires_at - 360, updated_at) WHERE state <> 'needs-login';
             CREATE INDEX account_tenant_refresh_due ON account (tenant, refresh_due_at)
             """),
     ]
