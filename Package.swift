@@ -52,6 +52,7 @@ let package = Package(
         .target(name: "BlueskyStore", dependencies: [
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             logging,
         ]),
         // The same registry in a PostgreSQL database that several hosts share: leases for

@@ -38,7 +38,6 @@ public protocol AccountStorage: AnyObject, Sendable {
     /// - Throws: `StoreError.tokensSuperseded` when another host (or a login) stored newer ones.
     func saveRefreshedSession(id: UUID, secrets: AccountSecrets, accessExpiresAt: Date?, refreshExpiresAt: Date?,
                               at: Date, replacing version: Int64) throws -> Int64
-    func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws
     func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool) throws
 
     // Reads
@@ -69,6 +68,13 @@ extension AccountStorage {
     /// Registers one account with its secrets.
     public func insert(_ record: AccountRecord, secrets: AccountSecrets) throws {
         try insert(contentsOf: [(record, secrets)])
+    }
+
+    /// Records the known outcome of a refresh that did not rotate the tokens: the account's
+    /// state and reason, and the lease and mark cleared (the server answered, so the refresh
+    /// token's fate is known).
+    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
+        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
     }
 
     public func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date()) throws {

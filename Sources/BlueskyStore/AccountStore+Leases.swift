@@ -64,13 +64,6 @@ extension AccountStore {
         }
     }
 
-    /// Records the known outcome of a refresh that did not rotate the tokens: the account's
-    /// state and reason, and the lease and mark cleared (the server answered, so the refresh
-    /// token's fate is known).
-    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
-        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
-    }
-
     /// Sets an account's state and the reason shown to users.
     /// - Parameter endsRefresh: also clear the lease and the write-ahead mark, when the outcome
     ///   of the refresh is known (e.g. the server refused the refresh token). Leave it false for

@@ -116,6 +116,7 @@ public final class AccountStore: AccountStorage {
     /// Failures that say nothing about the disk (a missing account, a taken DID) are the
     /// caller's; every other one starts or continues an outage in `health`.
     func performWrite<T>(_ context: String, _ body: (Database) throws -> T) throws -> T {
+        assertOffEventLoop(context)
         if let fault = health.injectedFault {
             health.recordFailure(fault)
             throw StoreError.database(context: context, reason: fault)
@@ -138,6 +139,7 @@ public final class AccountStore: AccountStorage {
 
     /// Runs `body` on a reader, mapping errors to `StoreError`.
     func performRead<T>(_ context: String, _ body: (Database) throws -> T) throws -> T {
+        assertOffEventLoop(context)
         do {
             return try pool.read(body)
         } catch let error as StoreError {

@@ -53,10 +53,6 @@ extension PostgresAccountStore {
         }
     }
 
-    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
-        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
-    }
-
     /// Sets an account's state and reason; with `endsRefresh`, also gives the lease back (the
     /// refresh's outcome is known). Without it the lease runs out by itself.
     public func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool) throws {

@@ -134,13 +134,13 @@ extension AccountSession {
 
     /// Saves what the DID document now says: the handle (naming the account only if verified)
     /// and, when it moved, the PDS.
-    func adoptIdentity(handle: String?, handleVerified: Bool, pds: String?) throws {
+    func adoptIdentity(handle: String?, handleVerified: Bool, pds: String?) async throws {
         var updated = record
         let oldHandle = updated.handle
         updated.handle = handle
         updated.handleVerified = handleVerified
         if let pds { updated.pds = pds }
-        try environment.store.update(updated)
+        try await environment.storeCall { [updated] in try $0.update(updated) }
         update(record: updated)
         if let pds {
             logger.notice("the account moved to another PDS", metadata: ["pds": "\(pds)", "outcome": "pds-moved"])
@@ -160,7 +160,7 @@ extension AccountSession {
         updated.state = .needsLogin
         updated.stateReason = reason
         do {
-            try environment.store.update(updated)
+            try await environment.storeCall { [updated] in try $0.update(updated) }
         } catch {
             logger.error("cannot save the account's state", metadata: ["error": "\(error)"])
             return

@@ -76,9 +76,9 @@ struct ProfileFetchError: Error, CustomStringConvertible {
 extension AccountSession {
     /// Keeps `profile` (saved, then published by the record's change when more than its fetch
     /// date changed); a store that refuses it leaves it in memory until the next fetch.
-    func adoptProfile(_ profile: AccountProfile) {
+    func adoptProfile(_ profile: AccountProfile) async {
         do {
-            try environment.store.setProfile(id: id, profile)
+            try await environment.storeCall { [id] in try $0.setProfile(id: id, profile) }
         } catch {
             logger.warning("cannot save the account's profile", metadata: ["error": "\(error)"])
         }

@@ -16,7 +16,7 @@ extension AccountSession {
         let key: DPoPKey
         do {
             client = try environment.oauth.serverClient(info, account: id)
-            key = try dpopKey()
+            key = try dpopKey(from: old)
         } catch .needsLogin(_, let reason) {
             throw .rejected(reason)
         } catch {
@@ -74,7 +74,7 @@ extension AccountSession {
     /// Logout: revokes the refresh token, then the access token (best effort). True when the
     /// server accepted both.
     func revokeOAuthSession(_ secrets: AccountSecrets) async -> Bool {
-        guard let info = record.oauth, let client = try? environment.oauth.serverClient(info, account: id), let key = try? dpopKey() else {
+        guard let info = record.oauth, let client = try? environment.oauth.serverClient(info, account: id), let key = try? dpopKey(from: secrets) else {
             return false
         }
         var revoked = true

@@ -71,11 +71,13 @@ extension AccountSession {
         if unsavedSecrets != nil, await !saveUnsavedTokens() {
             throw DaemonError.upstreamUnavailable(retryReason ?? "the store cannot be written", retryAfter: backoffRemaining())
         }
-        let old = try currentSecrets()
+        let old = try await currentSecrets()
         let startedAt = environment.now()
         let claim: RefreshClaim
         do {
-            claim = try environment.store.claimRefresh(id: id, expecting: record.secretsVersion, at: startedAt)
+            claim = try await environment.storeCall { [id, version = record.secretsVersion] in
+                try $0.claimRefresh(id: id, expecting: version, at: startedAt)
+            }
         } catch {
             throw await storeRefused(error, while: "recording the refresh before sending it")
         }
@@ -130,10 +132,10 @@ extension AccountSession {
         let outcome = await saveRotatedTokens()
         if outcome == .superseded {
             // Another host's tokens won (this host's lease had run out): use theirs.
-            return try currentSecrets()
+            return try await currentSecrets()
         }
         if outcome == .saved { environment.refreshes.countRotation() }
-        if outcome == .saved, metadataChanged { saveMetadata() }
+        if outcome == .saved, metadataChanged { await saveMetadata() }
         if renamed {
             logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
         }
@@ -160,10 +162,11 @@ extension AccountSession {
         guard let secrets = unsavedSecrets else { return .saved }
         let version: Int64
         do {
-            version = try environment.store.saveRefreshedSession(
-                id: id, secrets: secrets, accessExpiresAt: record.accessExpiresAt,
-                refreshExpiresAt: record.refreshExpiresAt, at: record.lastRefreshAt ?? environment.now(),
-                replacing: record.secretsVersion)
+            let (id, saved, at) = (id, record, record.lastRefreshAt ?? environment.now())
+            version = try await environment.storeCall {
+                try $0.saveRefreshedSession(id: id, secrets: secrets, accessExpiresAt: saved.accessExpiresAt,
+                                            refreshExpiresAt: saved.refreshExpiresAt, at: at, replacing: saved.secretsVersion)
+            }
         } catch StoreError.tokensSuperseded {
             logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
                            metadata: ["outcome": "superseded"])
@@ -191,9 +194,9 @@ extension AccountSession {
 
     /// Writes the record's metadata (a new handle or scope); a failure is logged and left to
     /// the next write, which carries the whole record.
-    func saveMetadata() {
+    func saveMetadata() async {
         do {
-            try environment.store.update(record)
+            try await environment.storeCall { [record] in try $0.update(record) }
         } catch {
             logger.warning("cannot save the account's details", metadata: ["error": "\(error)"])
         }
@@ -218,15 +221,5 @@ extension AccountSession {
         return RotatedSession(did: session.did, accessToken: session.accessJwt, refreshToken: session.refreshJwt,
                               accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
                               handle: session.handle)
-    }
-
-    /// Records that the account's current handle passed the bidirectional check.
-    func markHandleVerified(_ handle: String) throws {
-        guard record.handle == handle, !record.handleVerified else { return }
-        var updated = record
-        updated.handleVerified = true
-        try environment.store.update(updated)
-        update(record: updated)
-        logger.info("the account's handle is verified", metadata: ["handle": "\(handle)"])
     }
 }

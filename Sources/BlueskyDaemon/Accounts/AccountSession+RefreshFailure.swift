@@ -48,10 +48,9 @@ extension AccountSession {
             answered = true
         }
         do {
-            if answered {
-                try environment.store.endRefresh(id: id, state: updated.state, reason: updated.stateReason, at: environment.now())
-            } else {
-                try environment.store.markState(id: id, state: updated.state, reason: updated.stateReason, at: environment.now())
+            let (id, at) = (id, environment.now())
+            try await environment.storeCall { [updated] store in
+                try store.markState(id: id, state: updated.state, reason: updated.stateReason, at: at, endsRefresh: answered)
             }
         } catch {
             logger.warning("cannot record the refresh's outcome", metadata: ["error": "\(error)"])

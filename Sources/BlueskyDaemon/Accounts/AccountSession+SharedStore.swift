@@ -36,7 +36,7 @@ extension AccountSession {
     /// account was just added), so the account is read as stored first. An unfinished
     /// refresh (a mark left by a host that died) is finished now: its token may be spent.
     func takenAccountIsDue() async -> Bool {
-        if let stored = try? environment.store.account(id: id) {
+        if let stored = try? await environment.storeCall({ [id] in try $0.account(id: id) }) {
             await adoptStored(stored)
         }
         // Unreadable: the claim, which needs the store too, says what is wrong.
@@ -54,10 +54,10 @@ extension AccountSession {
     /// The claim found newer tokens than this host's: another host refreshed. Reads them and
     /// the record, and hands them to the waiting callers.
     func adoptRefreshDoneElsewhere() async throws(DaemonError) -> AccountSecrets {
-        let stored = try storedRecord()
+        let stored = try await storedRecord()
         let secrets: AccountSecrets
         do {
-            secrets = try environment.store.secrets(for: id)
+            secrets = try await environment.storeCall { [id] in try $0.secrets(for: id) }
         } catch {
             throw storeUnreadable(error)
         }
@@ -77,7 +77,7 @@ extension AccountSession {
         while environment.now() < until.addingTimeInterval(1) {
             try? await Task.sleep(for: .seconds(pause))
             pause = min(pause * 2, 1)
-            let stored = try storedRecord()
+            let stored = try await storedRecord()
             if stored.secretsVersion != version { return try await adoptRefreshDoneElsewhere() }
             if stored.refreshStartedAt == nil {
                 // The holder's refresh ended without new tokens: its verdict is the account's.
@@ -90,10 +90,10 @@ extension AccountSession {
     }
 
     /// The account as the store holds it now.
-    private func storedRecord() throws(DaemonError) -> AccountRecord {
+    private func storedRecord() async throws(DaemonError) -> AccountRecord {
         let stored: AccountRecord?
         do {
-            stored = try environment.store.account(id: id)
+            stored = try await environment.storeCall { [id] in try $0.account(id: id) }
         } catch {
             throw storeUnreadable(error)
         }

@@ -145,16 +145,17 @@ actor AccountSession {
     /// What a proxied call needs, in one actor hop: a valid access token (with its DPoP key for
     /// OAuth accounts) and the PDS.
     func callTarget() async throws(DaemonError) -> (credentials: CallCredentials, pds: URL) {
-        let token = try await validAccessToken()
+        let secrets = try await validSecrets()
         guard let pds = pdsURL else { throw .internalError("account has an invalid PDS URL: \(record.pds)") }
-        guard record.authKind == .oauth else { return (.bearer(token), pds) }
-        return (.dpop(token: token, key: try dpopKey(), did: record.did), pds)
+        guard record.authKind == .oauth else { return (.bearer(secrets.accessToken), pds) }
+        return (.dpop(token: secrets.accessToken, key: try dpopKey(from: secrets), did: record.did), pds)
     }
 
-    /// The session's DPoP key, from the sealed secrets.
-    func dpopKey() throws(DaemonError) -> DPoPKey {
+    /// The session's DPoP key, from `secrets` (the key never changes within a session; it is
+    /// decoded once). Taken from secrets the caller holds, so that no path reads the store for it.
+    func dpopKey(from secrets: AccountSecrets) throws(DaemonError) -> DPoPKey {
         if let cachedDPoPKey { return cachedDPoPKey }
-        guard let raw = try currentSecrets().dpopPrivateKey else {
+        guard let raw = secrets.dpopPrivateKey else {
             throw .internalError("the OAuth account \(id) has no DPoP key")
         }
         do {
@@ -181,21 +182,21 @@ actor AccountSession {
         interruptedRefresh = nil
     }
 
-    /// An access token that is not about to expire, refreshing first when needed.
-    func validAccessToken() async throws(DaemonError) -> String {
+    /// Secrets whose access token is not about to expire, refreshing first when needed.
+    func validSecrets() async throws(DaemonError) -> AccountSecrets {
         try requireUsable()
-        let secrets = try await secretsOffTheEventLoop()
+        let secrets = try await currentSecrets()
         if let expiry = record.accessExpiresAt, expiry <= environment.now().addingTimeInterval(1) {
-            return try await refresh().accessToken
+            return try await refresh()
         }
         cachedSecrets = secrets
-        return secrets.accessToken
+        return secrets
     }
 
     /// The server said `rejected` has expired: refresh once, unless another caller already did.
     func replaceExpired(token rejected: String) async throws(DaemonError) -> String {
         try requireUsable()
-        let secrets = try currentSecrets()
+        let secrets = try await currentSecrets()
         if secrets.accessToken != rejected { return secrets.accessToken }
         return try await refresh().accessToken
     }
@@ -232,26 +233,15 @@ actor AccountSession {
         }
     }
 
-    /// `currentSecrets()`, with the store read (an idle account's first call) made on the
-    /// concurrency pool: a call arrives on an event loop, which must not wait on the disk.
-    func secretsOffTheEventLoop() async throws(DaemonError) -> AccountSecrets {
+    /// The tokens in use: those not saved yet, the cached ones, or the store's (read on the
+    /// concurrency pool, see `SessionEnvironment.storeCall`).
+    func currentSecrets() async throws(DaemonError) -> AccountSecrets {
         if let unsavedSecrets { return unsavedSecrets }
         if let cachedSecrets { return cachedSecrets }
-        let (store, id) = (environment.store, id)
-        let read = await Task(executorPreference: globalConcurrentExecutor) {
-            Result { try store.secrets(for: id) }
-        }.value
-        switch read {
-        case .success(let secrets): return unsavedSecrets ?? cachedSecrets ?? secrets
-        case .failure(let error): throw .internalError("cannot read the secrets of account \(id): \(error)")
-        }
-    }
-
-    func currentSecrets() throws(DaemonError) -> AccountSecrets {
-        if let unsavedSecrets { return unsavedSecrets }
-        if let cachedSecrets { return cachedSecrets }
+        let id = id
         do {
-            return try environment.store.secrets(for: id)
+            let secrets = try await environment.storeCall { try $0.secrets(for: id) }
+            return unsavedSecrets ?? cachedSecrets ?? secrets
         } catch {
             throw .internalError("cannot read the secrets of account \(id): \(error)")
         }
@@ -259,7 +249,7 @@ actor AccountSession {
 
     /// Ends the server session (best effort) and forgets the tokens. True when the server agreed.
     func endServerSession() async -> Bool {
-        guard let secrets = try? currentSecrets() else { return false }
+        guard let secrets = try? await currentSecrets() else { return false }
         if record.authKind == .oauth { return await revokeOAuthSession(secrets) }
         do {
             try await environment.sessions.deleteSession(pds: try requirePDSURL(), refreshJwt: secrets.refreshToken)

@@ -51,6 +51,14 @@ final class SessionEnvironment: Sendable {
         self.scheduleIsShared = scheduleIsShared
     }
 
+    /// Runs a store call on the concurrency pool. Session code is actor code, and an actor
+    /// drains its queue on whichever thread runs it, the event loop of a proxied call
+    /// included: a call that waits on the disk or the database must be made from here.
+    func storeCall<T: Sendable>(_ body: @escaping @Sendable (any AccountStorage) throws -> T) async throws -> T {
+        let store = self.store
+        return try await Task(executorPreference: globalConcurrentExecutor) { try body(store) }.value
+    }
+
     var refreshAhead: Duration { timing.withLock { $0.refreshAhead } }
     var backoff: Backoff { timing.withLock { $0.backoff } }
 
