@@ -16,12 +16,21 @@ struct SharedScheduleTakerTests {
             var due: [UUID: Date] = [:]
             var failTakes = 0
             var failedTakes = 0
+            var failWrites = 0
+            var failedWrites = 0
         }
         let state = Mutex(State())
         let lease: TimeInterval = 60
 
         func setRefreshDue(_ dates: [(id: UUID, due: Date?)]) throws {
-            state.withLock { for (id, due) in dates { $0.due[id] = due } }
+            try state.withLock { state in
+                if state.failWrites > 0 {
+                    state.failWrites -= 1
+                    state.failedWrites += 1
+                    throw StoreError.database(context: "recording due dates", reason: "database or disk is full")
+                }
+                for (id, due) in dates { state.due[id] = due }
+            }
         }
 
         func takeDueRefreshes(limit: Int, at now: Date) throws -> [UUID] {
@@ -54,15 +63,17 @@ struct SharedScheduleTakerTests {
         let refreshed = Refreshed()
         let tasks: [Task<Void, Never>]
 
-        init(schedule: MemorySchedule, accounts: [UUID], next: Date) {
+        /// Starts the host once it knows the accounts (as the daemon loads them before it
+        /// takes any): a taken account the host does not know waits out the lease.
+        init(schedule: MemorySchedule, accounts: [UUID], next: Date) async {
             let dates = self.dates
             let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 4, perHost: 4), now: { Date() }, sharedDates: dates)
             self.scheduler = scheduler
+            await scheduler.scheduleAll(accounts.map { ($0, Date(), "https://pds.test") })
             let refreshed = self.refreshed
             let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: Logger(label: "test"),
                                             now: { Date() }, longestSleep: 0.2, pauseWhenFull: 0.01)
             tasks = [
-                Task { await scheduler.scheduleAll(accounts.map { ($0, Date(), "https://pds.test") }) },
                 Task {
                     await scheduler.run { id in
                         try? await Task.sleep(for: .milliseconds(5))
@@ -88,7 +99,8 @@ struct SharedScheduleTakerTests {
         let accounts = (0..<300).map { _ in UUID() }
         let next = Date().addingTimeInterval(3600)
         try schedule.setRefreshDue(accounts.map { ($0, Date()) })
-        let hosts = (0..<3).map { _ in Host(schedule: schedule, accounts: accounts, next: next) }
+        var hosts: [Host] = []
+        for _ in 0..<3 { hosts.append(await Host(schedule: schedule, accounts: accounts, next: next)) }
         let done = try await eventually(timeout: .seconds(60)) {
             schedule.state.withLock { $0.due.values.allSatisfy { $0 == next } }
         }
@@ -106,11 +118,28 @@ struct SharedScheduleTakerTests {
         let account = UUID()
         try schedule.setRefreshDue([(account, Date())])
         schedule.state.withLock { $0.failTakes = 3 }
-        let host = Host(schedule: schedule, accounts: [account], next: Date().addingTimeInterval(600))
+        let host = await Host(schedule: schedule, accounts: [account], next: Date().addingTimeInterval(600))
         let refreshed = try await eventually(timeout: .seconds(60)) { host.refreshed.all.count == 1 }
         let failures = schedule.state.withLock { $0.failedTakes }
         await host.stop()
         #expect(refreshed && failures == 3)
         #expect(schedule.state.withLock { $0.due[account] }.map { $0.timeIntervalSinceNow > 500 } == true)
+    }
+
+    @Test("a store that refuses the next dates: they are kept and written once it takes them, nothing refreshed twice")
+    func failingWrites() async throws {
+        let schedule = MemorySchedule()
+        let accounts = (0..<3).map { _ in UUID() }
+        try schedule.setRefreshDue(accounts.map { ($0, Date()) })
+        schedule.state.withLock { $0.failWrites = 2 }
+        let next = Date().addingTimeInterval(600)
+        let host = await Host(schedule: schedule, accounts: accounts, next: next)
+        let written = try await eventually(timeout: .seconds(60)) {
+            schedule.state.withLock { state in accounts.allSatisfy { state.due[$0] == next } }
+        }
+        let failures = schedule.state.withLock { $0.failedWrites }
+        await host.stop()
+        #expect(written && failures == 2, "the dates outlived two refused writes")
+        #expect(host.refreshed.all.count == 3, "each account refreshed once, not again while its date waited: \(host.refreshed.all)")
     }
 }

@@ -8,21 +8,9 @@ import Testing
 /// The refresh schedule several hosts share: due dates in the store, taken with SKIP LOCKED.
 @Suite("The shared refresh schedule")
 struct SharedScheduleTests {
-    /// Two hosts of one fresh tenant, with a 60 s lease.
-    private func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore) async throws -> Void)
-        async throws {
-        let key = SymmetricKey(size: .bits256)
-        let tenant = "s\(UUID().uuidString.prefix(12).lowercased())"
-        let a = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-a")
-        defer { try? a.close() }
-        let b = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-b")
-        defer { try? b.close() }
-        try await body(a, b)
-    }
-
     @Test("an added account is due at once; a needs-login one never; dates recorded by one host are the other's")
     func dueDates() async throws {
-        try await withTwoHosts { (a, b) async throws in
+        try await SharedTestDatabase.withTwoHosts { (a, b) async throws in
             let added = Fixtures.record(createdAt: Date(timeIntervalSinceNow: -5))
             try a.insert(added, secrets: Fixtures.secrets())
             var waiting = Fixtures.record()
@@ -41,7 +29,7 @@ struct SharedScheduleTests {
 
     @Test("two hosts taking 500 due accounts at once take each exactly once; one not rescheduled falls due again after the lease")
     func takingSpreads() async throws {
-        try await withTwoHosts { (a, b) async throws in
+        try await SharedTestDatabase.withTwoHosts { (a, b) async throws in
             let now = Date()
             let records = (0..<500).map { _ in Fixtures.record(createdAt: now.addingTimeInterval(-60)) }
             try a.insert(contentsOf: records.map { ($0, Fixtures.secrets()) })

@@ -13,15 +13,11 @@ struct SharedStoreTests {
     /// Two hosts of one tenant on the shared test database, and one account host A added.
     private func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore, _ account: AccountRecord)
         async throws -> Void) async throws {
-        let key = SymmetricKey(size: .bits256)
-        let tenant = "t\(UUID().uuidString.prefix(12).lowercased())"
-        let a = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-a")
-        defer { try? a.close() }
-        let b = try SharedTestDatabase.openStore(tenant: tenant, key: key, hostName: "host-b")
-        defer { try? b.close() }
-        let account = Fixtures.record()
-        try a.insert(account, secrets: Fixtures.secrets())
-        try await body(a, b, account)
+        try await SharedTestDatabase.withTwoHosts { a, b in
+            let account = Fixtures.record()
+            try a.insert(account, secrets: Fixtures.secrets())
+            try await body(a, b, account)
+        }
     }
 
     @Test("one lease at a time: the other host is told who holds it and until when, and takes over once it ran out")

@@ -22,7 +22,7 @@ enum StoreBackend: String, CaseIterable, CustomTestStringConvertible, Sendable {
             let store = try Fixtures.openStore(in: directory.url, key: key)
             return OpenedStore(store: store, directory: directory, tenant: nil)
         case .postgresql:
-            let tenant = place?.tenant ?? "t\(UUID().uuidString.prefix(12).lowercased())"
+            let tenant = place?.tenant ?? SharedTestDatabase.freshTenant()
             let store = try SharedTestDatabase.openStore(tenant: tenant, key: key)
             return OpenedStore(store: store, directory: nil, tenant: tenant)
         }
@@ -78,6 +78,21 @@ enum SharedTestDatabase {
                           leaseDuration: TimeInterval = 60) throws -> PostgresAccountStore {
         try PostgresAccountStore(settings: settings(tenant: tenant, leaseDuration: leaseDuration), key: key,
                                  hostName: hostName, logger: Fixtures.logger)
+    }
+
+    /// A tenant no other test uses.
+    static func freshTenant() -> String { "t\(UUID().uuidString.prefix(12).lowercased())" }
+
+    /// Two hosts of one fresh tenant, with one store key, closed afterwards.
+    static func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore) async throws -> Void)
+        async throws {
+        let key = SymmetricKey(size: .bits256)
+        let tenant = freshTenant()
+        let a = try openStore(tenant: tenant, key: key, hostName: "host-a")
+        defer { try? a.close() }
+        let b = try openStore(tenant: tenant, key: key, hostName: "host-b")
+        defer { try? b.close() }
+        try await body(a, b)
     }
 
     static func stop() {
