@@ -154,7 +154,7 @@ public struct Daemon: Sendable {
             logger.info("waiting for refreshes in flight", metadata: ["count": "\(environment.refreshes.running)"])
         }
         await environment.refreshes.waitUntilIdle()
-        if let sharedSchedule, let sharedDates, sharedDates.pendingCount > 0 {
+        if let sharedSchedule, let sharedDates {
             sharedDates.flushAtStop(schedule: sharedSchedule, logger: logger)
         }
         await callHTTP.shutdown()

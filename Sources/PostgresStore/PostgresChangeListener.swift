@@ -101,10 +101,12 @@ final class PostgresChangeListener: Sendable {
         }
     }
 
-    /// "tenant owner id": another host's change to one of this tenant's accounts, or nil.
+    /// "tenant owner id": another host's change to one of this tenant's accounts, or nil. The
+    /// tenant and the id hold no space; the owner (a host name) may.
     static func change(_ payload: String, tenant: String, owner: String) -> StoreChange? {
-        let parts = payload.split(separator: " ", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == tenant, parts[1] != owner, let id = UUID(uuidString: String(parts[2])) else {
+        guard let first = payload.firstIndex(of: " "), let last = payload.lastIndex(of: " "), first < last,
+              payload[..<first] == tenant, payload[payload.index(after: first)..<last] != owner,
+              let id = UUID(uuidString: String(payload[payload.index(after: last)...])) else {
             return nil
         }
         return .account(id)

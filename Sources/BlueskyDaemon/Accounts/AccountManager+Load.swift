@@ -62,7 +62,8 @@ private struct LoadPass {
         let session = AccountSession(record: record, environment: environment,
                                      identityCheckedAt: AccountManager.seededIdentityCheck(now: now))
         registry.insert(session, record: record)
-        var due = AccountSession.plannedRefresh(of: record, environment: environment)
+        // With a shared store the store holds the dates: none is worked out here.
+        var due = environment.scheduleIsShared ? nil : AccountSession.plannedRefresh(of: record, environment: environment)
         // With a shared store a mark may be another live host's refresh: the claim tells them apart.
         if record.refreshStartedAt != nil, record.state != .needsLogin, !environment.scheduleIsShared {
             interrupted.append(record)

@@ -46,9 +46,9 @@ extension AccountManager {
     /// Reads every account again after changes may have been missed (the listening connection
     /// was lost): takes over what changed, adds what is new, forgets what is gone.
     private func resynchronise() async {
-        var stored: [AccountRecord] = []
+        let stored: [AccountRecord]
         do {
-            try store.forEachAccount { stored.append($0) }
+            stored = try store.allAccounts()
         } catch {
             logger.warning("cannot read the accounts again after a lost store connection", metadata: ["error": "\(error)"])
             return

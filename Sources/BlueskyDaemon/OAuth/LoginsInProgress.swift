@@ -21,9 +21,6 @@ final class LoginsInProgress: Sendable {
         authorizations = PendingAuthorizations(lifetime: lifetime)
     }
 
-    /// How long a user may take to approve a login.
-    var lifetime: TimeInterval { authorizations.lifetime }
-
     func add(_ attempt: OAuthLoginAttempt, authorization: PendingAuthorization) {
         authorizations.insert(authorization)
         index.withLock { index in

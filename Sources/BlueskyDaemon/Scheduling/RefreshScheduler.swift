@@ -94,7 +94,7 @@ actor RefreshScheduler {
         slots.reserveCapacity(slots.count + plan.count)
         for entry in plan {
             if sharedDates != nil {
-                slots[entry.id] = Slot(due: nil, host: hosts.id(for: entry.host))
+                know(entry.id, host: entry.host)
             } else {
                 schedule(entry.id, at: entry.due, host: entry.host)
             }

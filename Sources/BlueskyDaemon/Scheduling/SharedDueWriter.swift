@@ -24,8 +24,6 @@ final class SharedDueWriter: Sendable {
         signal.continuation.yield()
     }
 
-    var pendingCount: Int { pending.withLock { $0.count } }
-
     /// Writes noted dates as they come until cancelled, then once more (a stop).
     func run(schedule: any SharedRefreshSchedule, logger: Logger) async {
         var pause: TimeInterval = 0.5
