@@ -13,8 +13,10 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Starts blueskyd against `testbed` and waits until its socket answers.
     /// `asUser` runs it under another uid/gid with setpriv (the directories are handed over to it).
+    /// `readyTimeout`: how long it may take to answer (it loads every account first).
     public init(directory: String, testbed: Testbed?, extraArguments: [String] = [],
-                asUser: (uid: UInt32, gid: UInt32)? = nil, logLevel: String = "debug") async throws {
+                asUser: (uid: UInt32, gid: UInt32)? = nil, logLevel: String = "debug",
+                readyTimeout: Duration = .seconds(60)) async throws {
         stateDirectory = directory + "/state"
         socketPath = directory + "/run/blueskyd.sock"
         logFile = directory + "/blueskyd-\(UUID().uuidString.prefix(6)).log"
@@ -48,7 +50,7 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardError = log
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        try await waitUntilReady()
+        try await waitUntilReady(timeout: readyTimeout)
     }
 
     deinit {

@@ -5,6 +5,7 @@ struct ClusterResult: Codable, Sendable {
     var accounts: Int
     var stormAccounts: Int
     var tokenEndpointLatencyMilliseconds: Int
+    var leaseSeconds: Int
     var seedSeconds: Double?
     /// From starting the three hosts together until all answered.
     var startSeconds: Double?
@@ -12,7 +13,7 @@ struct ClusterResult: Codable, Sendable {
     var hostRSSKiB: [Int] = []
     /// From the storm's accounts falling due until the last was refreshed.
     var stormSeconds: Double?
-    /// Refreshes per second between 10 % and 90 % of the storm.
+    /// Refreshes per second between 10 % and 90 % of the storm, by the testbed's clock.
     var stormRate: Double?
     /// Tokens each host rotated during the storm.
     var rotatedByHost: [Int] = []
@@ -39,13 +40,17 @@ struct ClusterResult: Codable, Sendable {
         }
         if let failoverSeconds {
             lines.append("   failover: one host SIGKILLed a third into a second storm; every account refreshed "
-                + "\(format(failoverSeconds, 1)) s after the kill (lease 60 s)")
+                + "\(format(failoverSeconds, 1)) s after the kill (lease \(leaseSeconds) s)")
         }
         if let totals {
             lines.append("   at the authorization server: \(totals.refreshes) refreshes, replays \(totals.refreshTokenReplays), "
                 + "invalid grants \(totals.invalidGrants); active accounts on the survivors \(finalActive.map(String.init).joined(separator: ", "))")
             lines.append("   needing a new login: \(needsLogin) (refreshes the killed host had in flight: the server rotated, "
                 + "the host died before saving; the unclosable window)")
+        }
+        if postgresLatency != nil {
+            lines.append("   proxy (the PostgreSQL host holds every account and shares the CPU with the cluster; "
+                + "the SQLite daemon holds one):")
         }
         for (name, latency) in [("PostgreSQL host", postgresLatency), ("SQLite daemon", sqliteLatency)] {
             guard let latency else { continue }

@@ -62,3 +62,10 @@ extension Duration {
         Double(components.seconds) + Double(components.attoseconds) / 1e18
     }
 }
+
+/// Seconds since `clock`, which moves on to now: the length of one setup step after another.
+func lap(_ clock: inout ContinuousClock.Instant) -> Double {
+    let now = ContinuousClock.now
+    defer { clock = now }
+    return (now - clock).inSeconds
+}

@@ -147,10 +147,4 @@ struct RefreshCapacityBench {
         progress.say("refresh-capacity: \(result.refreshedAccounts)/\(count) refreshed, \(result.lapsed) lapsed, "
             + "margin min \(result.margin.map { format($0.min, 1) } ?? "?") s")
     }
-
-    private func lap(_ clock: inout ContinuousClock.Instant) -> Double {
-        let now = ContinuousClock.now
-        defer { clock = now }
-        return (now - clock).inSeconds
-    }
 }

@@ -30,12 +30,13 @@ struct SharedStoreEndToEndTests {
         } run: {
             let password = PostgresServer.randomPassword()
             try database.createDatabase("blueskyd", owner: "blueskyd", password: password)
-            let config = try Self.writeSharedConfiguration(in: directory, url: database.url(user: "blueskyd", database: "blueskyd"),
-                                                           password: password)
-            let key = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            let config = try SharedStoreHosts.writeConfiguration(
+                in: directory.path, url: database.url(user: "blueskyd", database: "blueskyd") + "?sslmode=disable",
+                password: password, tenant: "e2e", extraLines: ["lease_seconds = 10"])
+            let key = SharedStoreHosts.randomKeyHex()
             for index in 0..<3 {
                 let hostDirectory = directory.file("host\(index)")
-                try Self.provisionKey(key, stateDirectory: hostDirectory + "/state")
+                try SharedStoreHosts.provisionKey(key, stateDirectory: hostDirectory + "/state")
                 hosts.append(try await DaemonProcess(directory: hostDirectory, testbed: testbed,
                                                      extraArguments: ["--config", config], logLevel: "info"))
             }
@@ -136,28 +137,6 @@ struct SharedStoreEndToEndTests {
             let failed = outcome.replies.filter { $0["result"]?["status"]?.intValue != 200 }
             #expect(failed.isEmpty, "calls through \(host.socketPath) failed: \(failed.prefix(3))")
         }
-    }
-
-    static func writeSharedConfiguration(in directory: TemporaryDirectory, url: String, password: String) throws -> String {
-        let passwordFile = directory.file("store-password")
-        try (password + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        chmod(passwordFile, 0o600)
-        let config = directory.file("blueskyd.toml")
-        try """
-            store_url = "\(url)?sslmode=disable"
-            store_password_file = "\(passwordFile)"
-            tenant = "e2e"
-            lease_seconds = 10
-            """.write(toFile: config, atomically: true, encoding: .utf8)
-        return config
-    }
-
-    /// Every host gets the same store key, as a deployment provisions it.
-    static func provisionKey(_ hex: String, stateDirectory: String) throws {
-        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-        let file = stateDirectory + "/store.key"
-        FileManager.default.createFile(atPath: file, contents: Data(hex.utf8), attributes: [.posixPermissions: 0o600])
     }
 }
 

@@ -1,0 +1,34 @@
+import Foundation
+
+/// What every host of a shared PostgreSQL store needs, as a deployment provisions it: one
+/// configuration (the store's URL, a password file, a tenant) and the same store key.
+public enum SharedStoreHosts {
+    /// A random store key as the hex text `store.key` holds.
+    public static func randomKeyHex() -> String {
+        (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    /// Writes `<directory>/blueskyd.toml` (with `extraLines`) and the password file beside it,
+    /// readable by its owner only; returns the configuration's path.
+    public static func writeConfiguration(in directory: String, url: String, password: String, tenant: String,
+                                          extraLines: [String] = []) throws -> String {
+        let passwordFile = directory + "/store-password"
+        try (password + "\n").write(toFile: passwordFile, atomically: true, encoding: .utf8)
+        chmod(passwordFile, 0o600)
+        let config = directory + "/blueskyd.toml"
+        let lines = ["store_url = \"\(url)\"", "store_password_file = \"\(passwordFile)\"", "tenant = \"\(tenant)\""]
+            + extraLines
+        try (lines.joined(separator: "\n") + "\n").write(toFile: config, atomically: true, encoding: .utf8)
+        return config
+    }
+
+    /// Puts the shared key in a host's state directory (created, private).
+    public static func provisionKey(_ hex: String, stateDirectory: String) throws {
+        try FileManager.default.createDirectory(atPath: stateDirectory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        let file = stateDirectory + "/store.key"
+        guard FileManager.default.createFile(atPath: file, contents: Data(hex.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file])
+        }
+    }
+}
