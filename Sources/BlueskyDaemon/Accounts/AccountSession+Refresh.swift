@@ -73,9 +73,10 @@ extension AccountSession {
         }
         let old = try await currentSecrets()
         let startedAt = environment.now()
+        let claimedVersion = record.secretsVersion
         let claim: RefreshClaim
         do {
-            claim = try await environment.storeCall { [id, version = record.secretsVersion] in
+            claim = try await environment.storeCall { [id, version = claimedVersion] in
                 try $0.claimRefresh(id: id, expecting: version, at: startedAt)
             }
         } catch {
@@ -96,11 +97,24 @@ extension AccountSession {
             }
             return try await awaitRefreshElsewhere(by: holder, until: until)
         }
-        let session: RotatedSession
+        let rotation: Result<RotatedSession, SessionError>
         do {
-            session = try await rotate(old)
+            rotation = .success(try await rotate(old))
         } catch {
-            throw await recordFailure(error, startedAt: startedAt)
+            rotation = .failure(error)
+        }
+        guard record.secretsVersion == claimedVersion else {
+            // A new login replaced the session while the request was out (an upgrade to OAuth,
+            // a mended account): its tokens and state are the account's; whatever the old
+            // session's refresh brought back, tokens or a verdict, is dropped.
+            logger.info("the session was replaced by a login during its refresh; keeping the login",
+                        metadata: ["outcome": "superseded-by-login"])
+            return try await currentSecrets()
+        }
+        let session: RotatedSession
+        switch rotation {
+        case .success(let rotated): session = rotated
+        case .failure(let error): throw await recordFailure(error, startedAt: startedAt)
         }
         guard session.did == record.did else {
             throw await recordFailure(.rejected("the server returned a session for \(session.did), not \(record.did)"), startedAt: startedAt)
