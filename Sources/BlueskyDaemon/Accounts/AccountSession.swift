@@ -234,17 +234,22 @@ actor AccountSession {
     }
 
     /// The tokens in use: those not saved yet, the cached ones, or the store's (read on the
-    /// concurrency pool, see `SessionEnvironment.storeCall`).
+    /// concurrency pool, see `SessionEnvironment.storeCall`). A refresh that saved new tokens
+    /// while the store was read may have been read over: then they are read again, since the
+    /// old ones (their refresh token spent) must never be cached or sent.
     func currentSecrets() async throws(DaemonError) -> AccountSecrets {
         if let unsavedSecrets { return unsavedSecrets }
         if let cachedSecrets { return cachedSecrets }
-        let id = id
+        let (id, version) = (id, record.secretsVersion)
+        let secrets: AccountSecrets
         do {
-            let secrets = try await environment.storeCall { try $0.secrets(for: id) }
-            return unsavedSecrets ?? cachedSecrets ?? secrets
+            secrets = try await environment.storeCall { try $0.secrets(for: id) }
         } catch {
             throw .internalError("cannot read the secrets of account \(id): \(error)")
         }
+        if let newer = unsavedSecrets ?? cachedSecrets { return newer }
+        guard record.secretsVersion == version else { return try await currentSecrets() }
+        return secrets
     }
 
     /// Ends the server session (best effort) and forgets the tokens. True when the server agreed.
