@@ -129,15 +129,23 @@ public final class Dnsmasq: Sendable {
 
     private enum StartOutcome { case answering, portInUse, failed(String) }
 
-    /// Polls with a real DNS query until dnsmasq answers, or it exits, or 10 s pass.
+    /// Polls with a real DNS query until dnsmasq answers, or it exits, or 10 s pass. The whole
+    /// wait runs on a Dispatch thread: tests that block the Swift concurrency pool for a while
+    /// (a PostgreSQL server starting) would otherwise eat the 10 s of a dnsmasq that answered.
     private func waitUntilAnswering() async -> StartOutcome {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: self.waitUntilAnsweringBlocking()) }
+        }
+    }
+
+    private func waitUntilAnsweringBlocking() -> StartOutcome {
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if !process.isRunning {
                 let output = log + ((try? String(contentsOfFile: directory + "/dnsmasq-\(port).stderr", encoding: .utf8)) ?? "")
                 return output.contains("in use") ? .portInUse : .failed("dnsmasq exited at start")
             }
-            if await DNSProbe.answers(host: listenAddress, port: port, name: probeName, timeoutMilliseconds: 100) {
+            if DNSProbe.answers(host: listenAddress, port: port, name: probeName, timeoutMilliseconds: 100) {
                 return .answering
             }
         }
@@ -147,20 +155,11 @@ public final class Dnsmasq: Sendable {
 }
 
 
-/// Checks that a DNS server answers, with one tiny query over UDP. The blocking socket calls
-/// run on a Dispatch thread, never on the Swift concurrency pool.
+/// Checks that a DNS server answers, with one tiny query over UDP (blocking: call it from a
+/// Dispatch thread, never the Swift concurrency pool).
 private enum DNSProbe {
     /// True when the server at `host:port` answers an A query for `name` with at least one record.
-    static func answers(host: String, port: UInt16, name: String, timeoutMilliseconds: Int32) async -> Bool {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: answersBlocking(host: host, port: port, name: name,
-                                                               timeoutMilliseconds: timeoutMilliseconds))
-            }
-        }
-    }
-
-    private static func answersBlocking(host: String, port: UInt16, name: String, timeoutMilliseconds: Int32) -> Bool {
+    static func answers(host: String, port: UInt16, name: String, timeoutMilliseconds: Int32) -> Bool {
         let isIPv6 = host.contains(":")
         let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { return false }
