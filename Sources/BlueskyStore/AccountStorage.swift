@@ -38,7 +38,12 @@ public protocol AccountStorage: AnyObject, Sendable {
     /// - Throws: `StoreError.tokensSuperseded` when another host (or a login) stored newer ones.
     func saveRefreshedSession(id: UUID, secrets: AccountSecrets, accessExpiresAt: Date?, refreshExpiresAt: Date?,
                               at: Date, replacing version: Int64) throws -> Int64
-    func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool) throws
+    /// Sets an account's state and reason; with `endsRefresh`, also gives this host's lease
+    /// back (the refresh's outcome is known; another host's lease stays). With `version` (a
+    /// refresh's outcome), only while the tokens are still at it.
+    /// - Throws: `StoreError.tokensSuperseded` when they are not: another host (or a login)
+    ///   stored newer tokens, and the outcome no longer applies to them.
+    func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool, ifVersion version: Int64?) throws
 
     // Reads
     func account(id: UUID) throws -> AccountRecord?
@@ -77,8 +82,8 @@ extension AccountStorage {
         try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
     }
 
-    public func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date()) throws {
-        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: false)
+    public func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date(), endsRefresh: Bool = false) throws {
+        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: endsRefresh, ifVersion: nil)
     }
 
     public func setDefault(id: UUID) throws { try setDefault(id: id, at: Date()) }

@@ -68,13 +68,18 @@ extension AccountStore {
     /// - Parameter endsRefresh: also clear the lease and the write-ahead mark, when the outcome
     ///   of the refresh is known (e.g. the server refused the refresh token). Leave it false for
     ///   outcomes that leave the token's fate unknown (timeouts): the lease then runs out by itself.
-    public func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool) throws {
+    /// - Parameter version: a refresh's outcome applies only to the tokens it was sent with.
+    public func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool,
+                          ifVersion version: Int64?) throws {
         try performWrite("changing an account's state") { db in
             let clearMark = endsRefresh ? ", refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL" : ""
             try db.execute(
-                sql: "UPDATE account SET state = ?, state_reason = ?, updated_at = ?\(clearMark) WHERE id = ?",
-                arguments: [state.rawValue, reason, at.storedSeconds, id])
-            guard db.changesCount == 1 else { throw StoreError.unknownAccount(id) }
+                sql: "UPDATE account SET state = ?, state_reason = ?, updated_at = ?\(clearMark) WHERE id = ? AND (? IS NULL OR secrets_version = ?)",
+                arguments: [state.rawValue, reason, at.storedSeconds, id, version, version])
+            guard db.changesCount == 1 else {
+                guard try AccountRecord.exists(db, key: id) else { throw StoreError.unknownAccount(id) }
+                throw StoreError.tokensSuperseded(id)
+            }
         }
     }
 }

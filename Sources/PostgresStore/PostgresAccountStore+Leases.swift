@@ -53,16 +53,28 @@ extension PostgresAccountStore {
         }
     }
 
-    /// Sets an account's state and reason; with `endsRefresh`, also gives the lease back (the
-    /// refresh's outcome is known). Without it the lease runs out by itself.
-    public func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool) throws {
+    /// Sets an account's state and reason; with `endsRefresh`, also gives the lease back if it
+    /// is this host's (another host may have taken the account over since: its lease and mark
+    /// stay). Without it the lease runs out by itself. With `version`, only while the tokens are
+    /// still at it.
+    public func markState(id: UUID, state: AccountState, reason: String?, at: Date, endsRefresh: Bool,
+                          ifVersion version: Int64?) throws {
         try write("changing an account's state") { session in
+            // Every right-hand side reads the row as it was, so the owner is tested before it is cleared.
+            let mine = "lease_owner IS NULL OR lease_owner = $7"
             let release = endsRefresh
-                ? ", refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL" : ""
+                ? """
+                  , refresh_started_at = CASE WHEN \(mine) THEN NULL ELSE refresh_started_at END,
+                  lease_expires_at = CASE WHEN \(mine) THEN NULL ELSE lease_expires_at END,
+                  lease_owner = CASE WHEN \(mine) THEN NULL ELSE lease_owner END
+                  """ : ""
             let rows = try session.run(notifying(PostgresQuery(
-                unsafeSQL: "UPDATE account SET state = $1, state_reason = $2, updated_at = $3\(release) WHERE tenant = $4 AND id = $5",
-                binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id)))).rows
-            guard rows.count == 1 else { throw StoreError.unknownAccount(id) }
+                unsafeSQL: "UPDATE account SET state = $1, state_reason = $2, updated_at = $3\(release) "
+                    + "WHERE tenant = $4 AND id = $5 AND ($6::bigint IS NULL OR secrets_version = $6)",
+                binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id, version, leaseOwner)))).rows
+            guard rows.isEmpty else { return }
+            let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
+            throw exists.isEmpty ? StoreError.unknownAccount(id) : StoreError.tokensSuperseded(id)
         }
     }
 }

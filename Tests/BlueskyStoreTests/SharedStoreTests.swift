@@ -55,6 +55,20 @@ struct SharedStoreTests {
         }
     }
 
+    @Test("a host whose lease ran out records its refresh's outcome without clearing the lease another host took since")
+    func outcomeKeepsOthersLease() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            #expect(try a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            let later = now.addingTimeInterval(61)
+            #expect(try b.claimRefresh(id: record.id, expecting: 1, at: later) == .granted(interruptedAt: now))
+            try a.markState(id: record.id, state: .retrying, reason: "timed out", at: later, endsRefresh: true, ifVersion: 1)
+            #expect(try a.refreshLease(id: record.id)?.owner == b.leaseOwner, "host B still holds the account")
+            let held = try a.claimRefresh(id: record.id, expecting: 1, at: later.addingTimeInterval(1))
+            guard case .held = held else { Issue.record("expected held, got \(held)"); return }
+        }
+    }
+
     @Test("many claims at once from two hosts: exactly one is granted")
     func concurrentClaims() async throws {
         try await withTwoHosts { (a, b, record) async throws in

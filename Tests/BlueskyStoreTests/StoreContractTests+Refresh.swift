@@ -125,4 +125,24 @@ extension StoreContractTests {
             return false
         }
     }
+
+    @Test("a refresh's outcome applies only to the tokens it was sent with: newer ones keep their state",
+          arguments: StoreBackend.allCases)
+    func outcomeOfReplacedTokens(_ backend: StoreBackend) throws {
+        try backend.withStore { store in
+            let record = Fixtures.record()
+            try store.insert(record, secrets: Fixtures.secrets())
+            #expect(try store.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
+            let version = try store.saveRefreshedSession(id: record.id, secrets: Fixtures.secrets(), accessExpiresAt: nil,
+                                                         refreshExpiresAt: nil, at: Date(), replacing: 1)
+            #expect(throws: StoreError.tokensSuperseded(record.id)) {
+                try store.markState(id: record.id, state: .needsLogin, reason: "Refresh token replayed", at: Date(),
+                                    endsRefresh: true, ifVersion: 1)
+            }
+            #expect(try store.account(id: record.id)?.state == .active, "the newer tokens stay usable")
+            try store.markState(id: record.id, state: .retrying, reason: "HTTP 503", at: Date(), endsRefresh: true,
+                                ifVersion: version)
+            #expect(try store.account(id: record.id)?.state == .retrying)
+        }
+    }
 }

@@ -50,7 +50,16 @@ extension AccountSession {
         do {
             let (id, at) = (id, environment.now())
             try await environment.storeCall { [updated] store in
-                try store.markState(id: id, state: updated.state, reason: updated.stateReason, at: at, endsRefresh: answered)
+                try store.markState(id: id, state: updated.state, reason: updated.stateReason, at: at, endsRefresh: answered,
+                                    ifVersion: updated.secretsVersion)
+            }
+        } catch StoreError.tokensSuperseded {
+            // Another host's refresh of these tokens got through first (this host's lease had
+            // run out): its tokens are the account's, and this failure says nothing of them.
+            logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
+                           metadata: ["outcome": "superseded"])
+            if (try? await adoptRefreshDoneElsewhere()) != nil {
+                return .upstreamUnavailable("another host refreshed this account meanwhile; try again", retryAfter: nil)
             }
         } catch {
             logger.warning("cannot record the refresh's outcome", metadata: ["error": "\(error)"])
