@@ -20,7 +20,12 @@ public protocol AccountStorage: AnyObject, Sendable {
 
     // Accounts
     func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) throws
-    func update(_ record: AccountRecord) throws
+    /// Saves what may change about an account's identity: its handle (and whether it is
+    /// verified), its PDS and its OAuth scope; nothing else. Tokens, expiries, state, profile
+    /// and the default each have their own write, so that a write made from a stale in-memory
+    /// record (another host changed the account meanwhile) cannot roll any of them back.
+    /// - Throws: `StoreError.unknownAccount`.
+    func saveIdentity(_ record: AccountRecord) throws
     /// Replaces an account's session in place (a new login of a known account), keeping its
     /// id and default flag; returns the new secrets version.
     @discardableResult func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) throws -> Int64
@@ -105,7 +110,7 @@ public enum RefreshClaim: Sendable, Equatable {
 }
 
 /// A change another host made to the shared store.
-public enum StoreChange: Sendable, Equatable {
+public enum StoreChange: Sendable, Hashable {
     /// This account was added, changed or removed.
     case account(UUID)
     /// Changes may have been missed (the connection that hears them was lost): read everything.

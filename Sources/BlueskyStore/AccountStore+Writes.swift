@@ -28,16 +28,18 @@ extension AccountStore {
         }
     }
 
-    /// Saves the metadata of an account: everything but the secrets and their version,
-    /// `isDefault` (which only `setDefault(id:)` changes) and the write-ahead refresh mark
-    /// (which only the refresh writes: `claimRefresh`, `saveRefreshedSession`, `endRefresh`).
-    public func update(_ record: AccountRecord) throws {
-        try performWrite("updating an account") { db in try Self.updateMetadata(db, record) }
+    public func saveIdentity(_ record: AccountRecord) throws {
+        try performWrite("saving an account's identity") { db in
+            try db.execute(
+                sql: "UPDATE account SET handle = ?, handle_verified = ?, pds = ?, oauth_scope = ?, updated_at = ? WHERE id = ?",
+                arguments: [record.handle, record.handleVerified, record.pds, record.oauth?.scope,
+                            record.updatedAt.storedSeconds, record.id])
+            guard db.changesCount == 1 else { throw StoreError.unknownAccount(record.id) }
+        }
     }
 
-    /// The columns a metadata update never writes: the key, the default flag, and the
-    /// write-ahead mark, so that a metadata change made from a stale in-memory record cannot
-    /// set or clear a refresh's mark.
+    /// The columns a new session's metadata never writes: the key, the default flag, and the
+    /// write-ahead mark (the new secrets' write clears it).
     static let unwrittenByMetadataUpdates: Set<String> = [
         AccountColumn.id.name, AccountColumn.isDefault.name, AccountColumn.refreshStartedAt.name,
         AccountColumn.secretsVersion.name,

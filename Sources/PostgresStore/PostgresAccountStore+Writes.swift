@@ -55,8 +55,15 @@ extension PostgresAccountStore {
 
     /// Saves an account's metadata: everything but the secrets and their version, `isDefault`
     /// and the lease, which only their own methods write.
-    public func update(_ record: AccountRecord) throws {
-        try write("updating an account") { session in try updateMetadata(session, record) }
+    public func saveIdentity(_ record: AccountRecord) throws {
+        try write("saving an account's identity") { session in
+            let changed = try session.run(notifying("""
+                UPDATE account SET handle = \(record.handle), handle_verified = \(record.handleVerified), pds = \(record.pds),
+                    oauth_scope = \(record.oauth?.scope), updated_at = \(record.updatedAt.storedSeconds)
+                WHERE tenant = \(settings.tenant) AND id = \(record.id)
+                """)).rows.count
+            guard changed == 1 else { throw StoreError.unknownAccount(record.id) }
+        }
     }
 
     public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) throws -> Int64 {

@@ -116,8 +116,8 @@ struct AccountStoreTests {
         #expect(throws: StoreError.unknownAccount(removed.id)) { try store.delete(id: removed.id) }
     }
 
-    @Test("update changes metadata but neither secrets nor the default flag")
-    func updateMetadata() throws {
+    @Test("an identity save changes the handle and PDS but neither secrets nor the default flag")
+    func identitySave() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
@@ -131,7 +131,7 @@ struct AccountStoreTests {
         changed.pds = "https://other-pds.example.test"
         changed.isDefault = true
         changed.updatedAt = record.updatedAt.addingTimeInterval(5)
-        try store.update(changed)
+        try store.saveIdentity(changed)
 
         var expected = changed
         expected.isDefault = false
@@ -139,7 +139,7 @@ struct AccountStoreTests {
         #expect(try store.accounts(handle: "new.test").map(\.id) == [record.id])
         #expect(try store.secrets(for: record.id) == secrets)
         let unknown = Fixtures.record()
-        #expect(throws: StoreError.unknownAccount(unknown.id)) { try store.update(unknown) }
+        #expect(throws: StoreError.unknownAccount(unknown.id)) { try store.saveIdentity(unknown) }
     }
 
     @Test("a refresh: write-ahead mark, then one commit with the new session")

@@ -14,14 +14,14 @@ extension StoreContractTests {
             #expect(try store.markRefreshStarted(id: record.id, at: started) == .granted(interruptedAt: nil))
 
             record.handle = "renamed.test"  // a stale in-memory record: no mark in it
-            try store.update(record)
-            #expect(try store.account(id: record.id)?.refreshStartedAt == started, "a metadata write leaves the mark alone")
+            try store.saveIdentity(record)
+            #expect(try store.account(id: record.id)?.refreshStartedAt == started, "an identity write leaves the mark alone")
 
             record.refreshStartedAt = Date()
             try store.endRefresh(id: record.id, state: .retrying, reason: "HTTP 503", at: Date())
             let ended = try #require(try store.account(id: record.id))
             #expect(ended.refreshStartedAt == nil && ended.state == .retrying && ended.stateReason == "HTTP 503")
-            try store.update(record)
+            try store.saveIdentity(record)
             #expect(try store.account(id: record.id)?.refreshStartedAt == nil, "nor sets it")
 
             try store.markRefreshStarted(id: record.id, at: started)

@@ -54,14 +54,22 @@ struct StoreContractTests {
             try store.forEachAccount { seen.append($0.id) }
             #expect(seen == records.reversed().map(\.id))
 
-            var changed = records[0]
-            changed.handle = "new.example.test"
-            changed.state = .retrying
-            changed.stateReason = "HTTP 503"
-            try store.update(changed)
-            #expect(try store.account(id: changed.id) == changed)
+            // An identity save from a stale record: the handle and PDS are written, the state,
+            // expiry and profile another write stored meanwhile are not rolled back.
+            var stale = records[0]
+            try store.markState(id: stale.id, state: .needsLogin, reason: "refused", at: base)
+            try store.setProfile(id: stale.id, AccountProfile(displayName: "Newer", avatar: nil, description: nil, fetchedAt: base))
+            stale.handle = "new.example.test"
+            stale.handleVerified = false
+            stale.pds = "https://moved.example.test"
+            stale.accessExpiresAt = base.addingTimeInterval(-1)
+            try store.saveIdentity(stale)
+            let saved = try #require(try store.account(id: stale.id))
+            #expect(saved.handle == "new.example.test" && !saved.handleVerified && saved.pds == "https://moved.example.test")
+            #expect(saved.state == .needsLogin && saved.stateReason == "refused" && saved.profile?.displayName == "Newer")
+            #expect(saved.accessExpiresAt == records[0].accessExpiresAt)
             let unknown = Fixtures.record()
-            #expect(throws: StoreError.unknownAccount(unknown.id)) { try store.update(unknown) }
+            #expect(throws: StoreError.unknownAccount(unknown.id)) { try store.saveIdentity(unknown) }
             #expect(try store.delete(id: records[1].id).id == records[1].id)
             #expect(throws: StoreError.unknownAccount(records[1].id)) { try store.delete(id: records[1].id) }
             #expect(try store.count() == 4)

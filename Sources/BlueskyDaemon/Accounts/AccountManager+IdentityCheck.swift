@@ -140,7 +140,7 @@ extension AccountSession {
         updated.handle = handle
         updated.handleVerified = handleVerified
         if let pds { updated.pds = pds }
-        try await environment.storeCall { [updated] in try $0.update(updated) }
+        try await environment.storeCall { [updated] in try $0.saveIdentity(updated) }
         update(record: updated)
         if let pds {
             logger.notice("the account moved to another PDS", metadata: ["pds": "\(pds)", "outcome": "pds-moved"])
@@ -159,8 +159,16 @@ extension AccountSession {
         var updated = record
         updated.state = .needsLogin
         updated.stateReason = reason
+        updated.updatedAt = environment.now()
         do {
-            try await environment.storeCall { [updated] in try $0.update(updated) }
+            // Over these tokens only: newer ones (a login elsewhere) are not marked.
+            try await environment.storeCall { [updated] in
+                try $0.markState(id: updated.id, state: .needsLogin, reason: reason, at: updated.updatedAt,
+                                 endsRefresh: false, ifVersion: updated.secretsVersion)
+            }
+        } catch StoreError.tokensSuperseded {
+            logger.info("newer tokens were stored meanwhile (a new login): the account is not marked")
+            return
         } catch {
             logger.error("cannot save the account's state", metadata: ["error": "\(error)"])
             return

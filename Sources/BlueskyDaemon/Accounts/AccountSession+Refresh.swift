@@ -139,7 +139,7 @@ extension AccountSession {
             updated.handle = session.handle
             updated.handleVerified = false
         }
-        let metadataChanged = renamed || updated.oauth?.scope != record.oauth?.scope
+        let identityChanged = renamed || updated.oauth?.scope != record.oauth?.scope
         update(record: updated)
         interruptedRefresh = nil
         unsavedSecrets = secrets
@@ -149,7 +149,7 @@ extension AccountSession {
             return try await currentSecrets()
         }
         if outcome == .saved { environment.refreshes.countRotation() }
-        if outcome == .saved, metadataChanged { await saveMetadata() }
+        if outcome == .saved, identityChanged { await saveIdentity() }
         if renamed {
             logger.notice("the server reports a new handle", metadata: ["handle": "\(updated.handle ?? "-")"])
         }
@@ -206,11 +206,11 @@ extension AccountSession {
         return .saved
     }
 
-    /// Writes the record's metadata (a new handle or scope); a failure is logged and left to
-    /// the next write, which carries the whole record.
-    func saveMetadata() async {
+    /// Writes the record's identity (a new handle or scope); a failure is logged, and the
+    /// identity recheck writes it again.
+    func saveIdentity() async {
         do {
-            try await environment.storeCall { [record] in try $0.update(record) }
+            try await environment.storeCall { [record] in try $0.saveIdentity(record) }
         } catch {
             logger.warning("cannot save the account's details", metadata: ["error": "\(error)"])
         }
