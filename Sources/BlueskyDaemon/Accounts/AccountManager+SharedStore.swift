@@ -6,20 +6,21 @@ extension AccountManager {
     /// Takes over a change another host made to the shared store: the account as it now is
     /// goes through the same path as this host's own changes (registry, census, events,
     /// schedule); an account removed there is forgotten here, one added there appears here.
-    func applyStoreChange(_ change: StoreChange) async {
+    /// False when the store could not be read: the change is to be tried again.
+    func applyStoreChange(_ change: StoreChange) async -> Bool {
         switch change {
         case .account(let id):
             let stored: AccountRecord?
             do {
                 stored = try store.account(id: id)
             } catch {
-                // The store is down: the reconnection's `.everything` reads it all again.
                 logger.debug("cannot read an account another host changed", metadata: ["error": "\(error)"])
-                return
+                return false
             }
             await apply(stored, id: id)
+            return true
         case .everything:
-            await resynchronise()
+            return await resynchronise()
         }
     }
 
@@ -45,29 +46,51 @@ extension AccountManager {
 
     /// Reads every account again after changes may have been missed (the listening connection
     /// was lost): takes over what changed, adds what is new, forgets what is gone.
-    private func resynchronise() async {
+    private func resynchronise() async -> Bool {
+        // Only accounts known before the read may be forgotten for missing from it: one added
+        // on this host meanwhile was not in it.
+        let known = Set(registry.allSessions.map(\.id))
         let stored: [AccountRecord]
         do {
             stored = try store.allAccounts()
         } catch {
             logger.warning("cannot read the accounts again after a lost store connection", metadata: ["error": "\(error)"])
-            return
+            return false
         }
         let present = Set(stored.map(\.id))
-        for record in stored { await apply(record, id: record.id) }
-        for session in registry.allSessions where !present.contains(session.id) { await apply(nil, id: session.id) }
+        for record in stored {
+            if known.contains(record.id) || registry.contains(record.id) {
+                await apply(record, id: record.id)
+            } else {
+                // New to this host: read again, so that one removed here since the read stays removed.
+                guard let current = try? store.account(id: record.id) else { continue }
+                await apply(current, id: record.id)
+            }
+        }
+        for id in known where !present.contains(id) { await apply(nil, id: id) }
         logger.info("accounts read again from the shared store", metadata: ["count": "\(stored.count)"])
+        return true
     }
 }
 
 /// Hands the other hosts' changes, as the store hears them, to the accounts one at a time.
+/// A change whose account cannot be read (the store failed while the listening connection
+/// stayed up) is read again with backoff, while newer changes keep coming.
 struct StoreChangeService: Service {
     let accounts: AccountManager
     let changes: AsyncStream<StoreChange>
+    var retryBackoff = Backoff(initial: .milliseconds(500), maximum: .seconds(30))
 
     func run() async throws {
+        let retries = StoreChangeRetries()
         await cancelWhenGracefulShutdown {
-            for await change in changes { await accounts.applyStoreChange(change) }
+            await withDiscardingTaskGroup { group in
+                group.addTask { await retries.run(backoff: retryBackoff) { await accounts.applyStoreChange($0) } }
+                for await change in changes where !(await accounts.applyStoreChange(change)) {
+                    await retries.add(change)
+                }
+                group.cancelAll()
+            }
         }
     }
 }

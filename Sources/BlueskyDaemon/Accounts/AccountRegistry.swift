@@ -26,6 +26,8 @@ final class AccountRegistry: Sendable {
 
     var allSessions: [AccountSession] { index.withLock { Array($0.byID.values) } }
 
+    func contains(_ id: UUID) -> Bool { index.withLock { $0.byID[id] != nil } }
+
     /// Makes room for `count` more accounts at once (start-up), instead of growing step by step.
     func reserveCapacity(_ count: Int) {
         index.withLock { index in
