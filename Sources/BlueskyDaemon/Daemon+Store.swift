@@ -19,6 +19,15 @@ extension Daemon {
                 throw DaemonStartupError(String(describing: error))
             }
         }
+        // A refresh may send two requests (the second after a DPoP nonce challenge): a lease
+        // running out during them would let another host send the same refresh token.
+        guard configuration.leaseDuration >= configuration.upstreamTimeout * 2 else {
+            throw DaemonStartupError(
+                "lease_seconds (\(configuration.leaseDuration.components.seconds)) must be at least twice "
+                    + "upstream_timeout_seconds (\(configuration.upstreamTimeout.components.seconds)): a refresh may take "
+                    + "two requests, and a lease that runs out during them lets another host refresh the same account",
+                exitCode: .configuration)
+        }
         let settings: PostgresStoreSettings
         do {
             settings = try PostgresStoreSettings(

@@ -45,6 +45,7 @@ public final class PostgresAccountStore: AccountStorage {
         self.listener = PostgresChangeListener(pool: pool, tenant: settings.tenant, owner: leaseOwner, logger: logger)
         do {
             try migrate()
+            try checkClock()
         } catch {
             pool.close()
             if let error = error as? StoreError { throw error }

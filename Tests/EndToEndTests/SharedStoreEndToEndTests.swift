@@ -32,7 +32,7 @@ struct SharedStoreEndToEndTests {
             try database.createDatabase("blueskyd", owner: "blueskyd", password: password)
             let config = try SharedStoreHosts.writeConfiguration(
                 in: directory.path, url: database.url(user: "blueskyd", database: "blueskyd") + "?sslmode=disable",
-                password: password, tenant: "e2e", extraLines: ["lease_seconds = 10"])
+                password: password, tenant: "e2e", extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             let key = SharedStoreHosts.randomKeyHex()
             for index in 0..<3 {
                 let hostDirectory = directory.file("host\(index)")
@@ -141,7 +141,7 @@ struct SharedStoreEndToEndTests {
 }
 
 /// Waits (polling) until `condition` holds; the test stops with `what` when it never does.
-private func waitUntil(_ what: String, timeout: Duration, _ condition: () async throws -> Bool) async throws {
+func waitUntil(_ what: String, timeout: Duration, _ condition: () async throws -> Bool) async throws {
     let held = try await eventually(timeout: timeout, condition)
     try #require(held, "timed out waiting until \(what)")
 }

@@ -33,6 +33,9 @@ struct StartupErrorTests {
                "the tenant \"two words\" must be 1 to 64 letters, digits, '.', '_' or '-'"),
               ("store_url = \"postgresql://u@db.test/blueskyd\"\nstore_password_file = \"PASSWORD_FILE\"",
                "the store password file PASSWORD_FILE is readable by other users; run `chmod 600 PASSWORD_FILE`"),
+              ("store_url = \"postgresql://u@db.test/blueskyd\"\nlease_seconds = 30",
+               "lease_seconds (30) must be at least twice upstream_timeout_seconds (30): a refresh may take two requests, "
+                   + "and a lease that runs out during them lets another host refresh the same account"),
           ])
     func unusableSharedStore(settings: String, message: String) async throws {
         let directory = try TemporaryDirectory("blueskyd-startup")
