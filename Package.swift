@@ -113,8 +113,11 @@ let package = Package(
             "ATTestbed",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // Real blueskyd processes against a testbed, for the end-to-end tests and the bench.
-        .target(name: "DaemonHarness", dependencies: ["ATTestbed", "JSONRPC"]),
+        // Real blueskyd processes against a testbed, for the end-to-end tests and the bench: a
+        // PostgreSQL server of their own, and accounts seeded straight into a store.
+        .target(name: "DaemonHarness", dependencies: [
+            "ATTestbed", "JSONRPC", "BlueskyStore", "PostgresStore", "DPoP", "ATOAuth", logging,
+        ]),
         // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
         .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
@@ -130,7 +133,7 @@ let package = Package(
         .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
         .testTarget(name: "BlueskyStoreTests", dependencies: [
-            "BlueskyStore", "PostgresStore", "BlueskyTesting", .product(name: "GRDB", package: "GRDB.swift"),
+            "BlueskyStore", "PostgresStore", "BlueskyTesting", "ATTestbed", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [
@@ -144,7 +147,7 @@ let package = Package(
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "JSONRPC", "BlueskyHTTP"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"]),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449, the client's side; ATTestbed

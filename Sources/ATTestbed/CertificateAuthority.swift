@@ -4,14 +4,15 @@ import NIOSSL
 import SwiftASN1
 import X509
 
-/// A throwaway certificate authority and the one server certificate it signs for a testbed:
-/// SANs `<domain>`, `*.<domain>`, `localhost` and the bind address.
-struct TestbedCertificates {
-    let caCertificatePEM: String
+/// A throwaway certificate authority and the one server certificate it signs for a testbed
+/// (or another test server, such as PostgreSQL): SANs `<domain>`, `*.<domain>`, `localhost`
+/// and the bind address.
+public struct TestbedCertificates: Sendable {
+    public let caCertificatePEM: String
     let serverCertificateDER: [UInt8]
-    let serverPrivateKeyPEM: String
+    public let serverPrivateKeyPEM: String
 
-    init(domain: String, bindAddress: String, now: Date = Date()) throws {
+    public init(domain: String, bindAddress: String, now: Date = Date()) throws {
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName {
             CommonName("atproto testbed CA (\(domain))")
@@ -85,8 +86,14 @@ struct TestbedCertificates {
         return nil
     }
 
+    /// The server certificate, PEM.
+    public var serverCertificatePEM: String {
+        let base64 = Data(serverCertificateDER).base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+        return "-----BEGIN CERTIFICATE-----\n\(base64)\n-----END CERTIFICATE-----\n"
+    }
+
     /// Writes `ca.pem` into `directory` (created if missing) and returns its path.
-    func writeCA(toDirectory directory: String) throws -> String {
+    public func writeCA(toDirectory directory: String) throws -> String {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let path = (directory as NSString).appendingPathComponent("ca.pem")
         try Data(caCertificatePEM.utf8).write(to: URL(fileURLWithPath: path), options: .atomic)

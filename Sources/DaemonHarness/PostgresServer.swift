@@ -100,6 +100,9 @@ public final class PostgresServer: @unchecked Sendable {
         if let tls {
             try writePrivate(tls.certificatePEM, to: dir + "/data/server.crt")
             try writePrivate(tls.privateKeyPEM, to: dir + "/data/server.key")
+            // As a deployment should: TCP clients over TLS only (`hostssl`), local ones trusted.
+            try writePrivate("local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256\n"
+                                + "hostssl all all ::1/128 scram-sha-256\n", to: dir + "/data/pg_hba.conf")
             try handOver(dir + "/data")
         }
     }

@@ -1,3 +1,4 @@
+import ATTestbed
 import BlueskyTesting
 import Foundation
 import Testing
@@ -119,27 +120,18 @@ struct PostgresServerTests {
         }
     }
 
-    @Test("with TLS files the server speaks TLS", .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl")))
+    @Test("with TLS files the server speaks TLS, and only TLS to TCP clients")
     func tls() throws {
-        let scratch = try TemporaryDirectory()
-        defer { scratch.remove() }
-        let openssl = Process()
-        openssl.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        openssl.arguments = ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                             "-keyout", scratch.path + "/key.pem", "-out", scratch.path + "/cert.pem",
-                             "-days", "1", "-subj", "/CN=127.0.0.1"]
-        openssl.standardOutput = FileHandle.nullDevice
-        openssl.standardError = FileHandle.nullDevice
-        try openssl.run()
-        openssl.waitUntilExit()
-        try #require(openssl.terminationStatus == 0)
-        let files = PostgresServer.TLSFiles(certificatePEM: try String(contentsOfFile: scratch.path + "/cert.pem", encoding: .utf8),
-                                            privateKeyPEM: try String(contentsOfFile: scratch.path + "/key.pem", encoding: .utf8))
+        let certificates = try TestbedCertificates(domain: "db.test", bindAddress: "127.0.0.1")
+        let files = PostgresServer.TLSFiles(certificatePEM: certificates.serverCertificatePEM,
+                                            privateKeyPEM: certificates.serverPrivateKeyPEM)
         let server = try PostgresServer.start(tls: files)
         defer { server.destroy() }
         try server.createDatabase("tls", owner: "tls", password: "pw")
         let result = try Self.tcpPSQL(server, user: "tls", password: "pw", database: "tls", sslmode: "require",
                                       sql: "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()")
         #expect(result.status == 0 && result.output == "t", "\(result.output)")
+        let plain = try Self.tcpPSQL(server, user: "tls", password: "pw", database: "tls", sslmode: "disable")
+        #expect(plain.status != 0 && plain.output.contains("no encryption"), "\(plain.output)")
     }
 }
