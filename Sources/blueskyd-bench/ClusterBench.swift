@@ -72,7 +72,7 @@ struct ClusterBench {
         let failover = max(1, storm / 4)
         progress.say("cluster: minting \(storm + failover) OAuth sessions at the testbed")
         let keys = (0..<(storm + failover)).map { _ in DPoPKey.generate() }
-        let client = OAuthFakeAccounts.loopbackClient
+        let client = SeededOAuthAccounts.loopbackClient
         // Their access tokens have lapsed by the storm (seeding and starting take minutes): each
         // account is due as soon as the schedule says so, and its refresh token still works.
         let expiry = Date().addingTimeInterval(60)

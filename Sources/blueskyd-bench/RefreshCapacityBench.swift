@@ -77,7 +77,7 @@ struct RefreshCapacityBench {
             OAuthSessionMintRequest(name: "rc-\(index)", thumbprint: key.thumbprint,
                                     accessExpiresAt: windowStart.addingTimeInterval(window * (Double(index) + 0.5) / Double(count)))
         }
-        let client = OAuthFakeAccounts.loopbackClient
+        let client = SeededOAuthAccounts.loopbackClient
         let sessions = try await upstream.control.mintOAuthSessions(
             MintRequest(clientID: client.clientID, scope: client.scope, sessions: requests), directory: workDirectory)
         result.mintSeconds = lap(&clock)

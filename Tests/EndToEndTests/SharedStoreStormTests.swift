@@ -1,0 +1,98 @@
+import ATTestbed
+import BlueskyTesting
+import DaemonHarness
+import Foundation
+import JSONRPC
+import Testing
+
+/// The issue's storm at full size: 10,000 OAuth accounts on one PostgreSQL database, all due
+/// at once, and three real blueskyd hosts taking them from the shared schedule.
+@Suite("An expiry storm across 10,000 accounts on three hosts")
+struct SharedStoreStormTests {
+    static let accountCount = 10_000
+
+    @Test("""
+        10,000 accounts falling due at once are each refreshed exactly once by one of three hosts: \
+        no refresh token presented twice, no grant refused, every host takes a share
+        """)
+    func tenThousandAccounts() async throws {
+        try HermeticNetwork.require()
+        let directory = try TemporaryDirectory("blueskyd-storm")
+        let database = try PostgresServer.start()
+        // New tokens live an hour: one rotation per account in this test.
+        let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
+            config.oauthAccessTokenLifetime = .seconds(3600)
+        }
+        var hosts: [DaemonProcess] = []
+        var seeding: SeededSharedStore?
+        try await withTearDown {
+            for host in hosts { await host.stop() }
+            seeding?.close()
+            try? await testbed.shutdown()
+            database.destroy()
+            directory.remove()
+        } run: {
+            let password = PostgresServer.randomPassword()
+            try database.createDatabase("blueskyd", owner: "blueskyd", password: password)
+            let url = database.url(user: "blueskyd", database: "blueskyd") + "?sslmode=disable"
+            let store = try SeededSharedStore(url: url, password: password, tenant: "storm",
+                                              keyDirectory: directory.file("seeding"))
+            seeding = store
+
+            // Tokens within blueskyd's refresh lead, but nothing due in the shared schedule yet.
+            let minted = try SeededOAuthAccounts.mint(at: testbed, names: (0..<Self.accountCount).map { "storm\($0)" },
+                                                       accessExpiresAt: Date().addingTimeInterval(90))
+            let ids = try store.write(count: minted.count, account: { index in
+                SeededOAuthAccounts.account(minted[index].session, key: minted[index].key, isDefault: false,
+                                            issuer: testbed.oauthIssuer, pdsURL: testbed.pdsURL,
+                                            issuedAt: minted[index].session.accessExpiresAt.addingTimeInterval(-3600))
+            }, due: { _ in .distantFuture })
+
+            let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: "storm")
+            for index in 0..<3 {
+                let hostDirectory = directory.file("host\(index)")
+                try SharedStoreHosts.provisionKey(store.keyHex, stateDirectory: hostDirectory + "/state")
+                hosts.append(try await DaemonProcess(directory: hostDirectory, testbed: testbed,
+                                                     extraArguments: ["--config", config], logLevel: "notice"))
+            }
+            for host in hosts {
+                let loaded = try await host.call("daemon.status")["accounts"]?.intValue
+                try #require(loaded == Self.accountCount, "every host loads every account: \(loaded ?? -1)")
+            }
+            #expect(testbed.oauthTotals.refreshes == 0, "nothing is refreshed before it falls due")
+
+            let stormStart = ContinuousClock.now
+            try store.makeDue(ids)
+            try await waitUntil("every account refreshed", timeout: .seconds(600)) {
+                testbed.oauthTotals.refreshes >= Self.accountCount
+            }
+            let stormTime = ContinuousClock.now - stormStart
+            // The testbed counts a grant before the host has saved its tokens: wait for the saves.
+            var rotated: [Int] = []
+            try await waitUntil("every host saved the tokens it rotated", timeout: .seconds(60)) {
+                rotated = []
+                for host in hosts { rotated.append(try await host.call("daemon.status")["tokensRotated"]?.intValue ?? 0) }
+                return rotated.reduce(0, +) >= Self.accountCount
+            }
+            print("storm of \(Self.accountCount) accounts on three hosts: \(stormTime), tokens rotated per host \(rotated)")
+
+            let totals = testbed.oauthTotals
+            #expect(totals.refreshes == Self.accountCount, "one refresh per account: \(totals.refreshes)")
+            #expect(totals.refreshTokenReplays == 0 && totals.invalidGrants == 0,
+                    "no refresh token presented twice, no grant refused: \(totals)")
+            let notOnce = minted.filter { testbed.oauthStats(did: $0.session.did).refreshes != 1 }
+            #expect(notOnce.isEmpty, "\(notOnce.count) accounts were not refreshed exactly once")
+            #expect(rotated.reduce(0, +) == Self.accountCount && rotated.allSatisfy { $0 * 10 >= Self.accountCount },
+                    "the hosts saved one rotation per account, each host at least a tenth: \(rotated)")
+            for host in hosts {
+                let status = try await host.call("daemon.status")
+                #expect(status["active"]?.intValue == Self.accountCount && status["needsLogin"]?.intValue == 0,
+                        "every account is signed in on every host: \(status)")
+            }
+            let spent = try database.psql(
+                "SELECT count(*) FROM account WHERE refresh_due_at IS NULL OR refresh_due_at < extract(epoch FROM now()) - 978307200 + 600",
+                database: "blueskyd")
+            #expect(spent == "0", "every account's next refresh is written back, about an hour ahead: \(spent) are not")
+        }
+    }
+}
