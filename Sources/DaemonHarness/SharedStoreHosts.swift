@@ -8,6 +8,16 @@ public enum SharedStoreHosts {
         (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
     }
 
+    /// Creates the database `name`, owned by a role of the same name with a random password,
+    /// on `server`: its URL (without TLS, as the hosts on this machine reach it) and the password.
+    public static func createDatabase(_ name: String = "blueskyd", on server: PostgresServer) throws
+        -> (url: String, password: String)
+    {
+        let password = PostgresServer.randomPassword()
+        try server.createDatabase(name, owner: name, password: password)
+        return (server.url(user: name, database: name) + "?sslmode=disable", password)
+    }
+
     /// Writes `<directory>/blueskyd.toml` (with `extraLines`) and the password file beside it,
     /// readable by its owner only; returns the configuration's path.
     public static func writeConfiguration(in directory: String, url: String, password: String, tenant: String,

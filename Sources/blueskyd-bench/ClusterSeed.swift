@@ -7,11 +7,10 @@ import Foundation
 /// written through the same store blueskyd uses (sealed with the key every host gets), over
 /// one connection pool for the whole section.
 struct ClusterDatabase {
-    static let user = "blueskyd"
-    static let name = "blueskyd"
     static let tenant = "bench"
 
     let server: PostgresServer
+    let url: String
     let password: String
     let seeding: SeededSharedStore
     var keyHex: String { seeding.keyHex }
@@ -19,19 +18,14 @@ struct ClusterDatabase {
     static func start(directory: String) throws -> ClusterDatabase {
         let server = try PostgresServer.start(in: directory + "/postgres")
         do {
-            let password = PostgresServer.randomPassword()
-            try server.createDatabase(name, owner: user, password: password)
-            let seeding = try SeededSharedStore(url: url(server), password: password, tenant: tenant,
+            let (url, password) = try SharedStoreHosts.createDatabase(on: server)
+            let seeding = try SeededSharedStore(url: url, password: password, tenant: tenant,
                                                 keyDirectory: directory + "/seeding")
-            return ClusterDatabase(server: server, password: password, seeding: seeding)
+            return ClusterDatabase(server: server, url: url, password: password, seeding: seeding)
         } catch {
             server.destroy()
             throw error
         }
-    }
-
-    private static func url(_ server: PostgresServer) -> String {
-        server.url(user: user, database: name) + "?sslmode=disable"
     }
 
     func stop() {
@@ -41,7 +35,7 @@ struct ClusterDatabase {
 
     /// The configuration every host reads; its lease is `leaseSeconds`.
     func writeConfiguration(directory: String, leaseSeconds: Int) throws -> String {
-        try SharedStoreHosts.writeConfiguration(in: directory, url: Self.url(server), password: password, tenant: Self.tenant,
+        try SharedStoreHosts.writeConfiguration(in: directory, url: url, password: password, tenant: Self.tenant,
                                                 extraLines: ["lease_seconds = \(leaseSeconds)"])
     }
 

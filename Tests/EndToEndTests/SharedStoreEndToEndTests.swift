@@ -28,11 +28,10 @@ struct SharedStoreEndToEndTests {
             database.destroy()
             directory.remove()
         } run: {
-            let password = PostgresServer.randomPassword()
-            try database.createDatabase("blueskyd", owner: "blueskyd", password: password)
+            let (url, password) = try SharedStoreHosts.createDatabase(on: database)
             let config = try SharedStoreHosts.writeConfiguration(
-                in: directory.path, url: database.url(user: "blueskyd", database: "blueskyd") + "?sslmode=disable",
-                password: password, tenant: "e2e", extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
+                in: directory.path, url: url, password: password, tenant: "e2e",
+                extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             let key = SharedStoreHosts.randomKeyHex()
             for index in 0..<3 {
                 let hostDirectory = directory.file("host\(index)")

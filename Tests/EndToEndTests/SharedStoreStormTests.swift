@@ -32,9 +32,7 @@ struct SharedStoreStormTests {
             database.destroy()
             directory.remove()
         } run: {
-            let password = PostgresServer.randomPassword()
-            try database.createDatabase("blueskyd", owner: "blueskyd", password: password)
-            let url = database.url(user: "blueskyd", database: "blueskyd") + "?sslmode=disable"
+            let (url, password) = try SharedStoreHosts.createDatabase(on: database)
             let store = try SeededSharedStore(url: url, password: password, tenant: "storm",
                                               keyDirectory: directory.file("seeding"))
             seeding = store
