@@ -5,7 +5,9 @@ import PostgresNIO
 /// The shared refresh schedule: a due date per account (`refresh_due_at`, indexed per tenant),
 /// taken with `FOR UPDATE SKIP LOCKED`.
 extension PostgresAccountStore: SharedRefreshSchedule {
-    /// Writes the dates in batches, one statement each (`unnest` of two arrays).
+    /// Writes the dates in batches, one statement each (`unnest` of two arrays). The rows are
+    /// locked in id order first: two hosts writing overlapping batches then wait for each
+    /// other instead of deadlocking.
     public func setRefreshDue(_ dates: [(id: UUID, due: Date?)]) throws {
         guard !dates.isEmpty else { return }
         for start in stride(from: 0, to: dates.count, by: Self.scheduleBatch) {
@@ -15,9 +17,12 @@ extension PostgresAccountStore: SharedRefreshSchedule {
             let due = batch.map { $0.due?.storedSeconds ?? .nan }
             try write("recording when accounts are next due") { session in
                 try session.run("""
+                    WITH locked AS (
+                        SELECT id FROM account WHERE tenant = \(settings.tenant) AND id = ANY(\(ids)::uuid[])
+                        ORDER BY id FOR UPDATE)
                     UPDATE account SET refresh_due_at = NULLIF(planned.due, 'NaN'::double precision)
-                    FROM unnest(\(ids)::uuid[], \(due)::double precision[]) AS planned (id, due)
-                    WHERE account.tenant = \(settings.tenant) AND account.id = planned.id
+                    FROM unnest(\(ids)::uuid[], \(due)::double precision[]) AS planned (id, due), locked
+                    WHERE account.tenant = \(settings.tenant) AND account.id = planned.id AND locked.id = planned.id
                     """)
             }
         }

@@ -49,4 +49,22 @@ struct SharedScheduleTests {
             #expect(try a.takeDueRefreshes(limit: 1000, at: now.addingTimeInterval(61)) == [records[0].id])
         }
     }
+
+    @Test("two hosts writing overlapping batches of dates in opposite orders at once: both go through, no deadlock")
+    func overlappingWrites() async throws {
+        try await SharedTestDatabase.withTwoHosts { (a, b) async throws in
+            let records = (0..<2_000).map { _ in Fixtures.record() }
+            try a.insert(contentsOf: records.map { ($0, Fixtures.secrets()) })
+            let later = Date(timeIntervalSinceNow: 3600)
+            for round in 0..<10 {
+                let forward = records.map { ($0.id, Optional(later.addingTimeInterval(Double(round)))) }
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await offThePool { try a.setRefreshDue(forward) } }
+                    group.addTask { try await offThePool { try b.setRefreshDue(forward.reversed()) } }
+                    try await group.waitForAll()
+                }
+            }
+            #expect(try a.nextRefreshDue() == later.addingTimeInterval(9))
+        }
+    }
 }
