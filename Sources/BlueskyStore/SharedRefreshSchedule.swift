@@ -10,7 +10,8 @@ public protocol SharedRefreshSchedule: Sendable {
     /// Records when each account is next due, whichever host refreshes it then; nil: never
     /// (it waits for a new login). An unknown (removed) account is skipped.
     func setRefreshDue(_ dates: [(id: UUID, due: Date?)]) throws
-    /// Takes up to `limit` accounts due by `now`, earliest first, for this host: each one's
+    /// Takes up to `limit` of the accounts due by `now`, the earliest due first (their ids come
+    /// back in no particular order), for this host: each one's
     /// due date moves to the end of a lease from `now`, so that no other host takes it
     /// meanwhile, and so that it falls due again if this host never records a new date (it
     /// died). Rows another host is taking at this moment are skipped, not waited for.

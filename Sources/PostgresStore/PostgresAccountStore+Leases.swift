@@ -3,10 +3,10 @@ import Foundation
 import PostgresNIO
 
 extension PostgresAccountStore {
-    /// Takes the refresh lease with one conditional update: granted only while the tokens are
-    /// still at `version` and no other host's lease is running. A row another host is locking
-    /// at this moment (its own claim, or its take from the schedule) is waited for, a few
-    /// milliseconds, and then read as that host left it.
+    /// Takes the refresh lease in one transaction that locks the row, checks it and writes the
+    /// lease: granted only while the tokens are still at `version` and no other host's lease is
+    /// running. A row another host is locking at this moment (its own claim, or its take from
+    /// the schedule) is waited for, a few milliseconds, and then read as that host left it.
     public func claimRefresh(id: UUID, expecting version: Int64, at now: Date) throws -> RefreshClaim {
         let until = now.addingTimeInterval(settings.leaseDuration).storedSeconds
         return try write("marking a refresh as started") { session in
@@ -45,10 +45,7 @@ extension PostgresAccountStore {
                     updated_at = \(at.storedSeconds)
                 WHERE tenant = \(settings.tenant) AND id = \(id) AND secrets_version = \(version)
                 """, returning: "secrets_version, id")).rows
-            guard let row = rows.first else {
-                let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
-                throw exists.isEmpty ? StoreError.unknownAccount(id) : StoreError.tokensSuperseded(id)
-            }
+            guard let row = rows.first else { throw try missedVersion(session, id: id) }
             return try row.decode(Int64.self)
         }
     }
@@ -73,8 +70,14 @@ extension PostgresAccountStore {
                     + "WHERE tenant = $4 AND id = $5 AND ($6::bigint IS NULL OR secrets_version = $6)",
                 binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id, version, leaseOwner)))).rows
             guard rows.isEmpty else { return }
-            let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
-            throw exists.isEmpty ? StoreError.unknownAccount(id) : StoreError.tokensSuperseded(id)
+            throw try missedVersion(session, id: id)
         }
+    }
+
+    /// Why a write fenced on the tokens' version changed nothing: the account is gone, or its
+    /// tokens are newer than the version asked for.
+    private func missedVersion(_ session: PostgresSessionHandle, id: UUID) throws -> StoreError {
+        let exists = try session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)").rows
+        return exists.isEmpty ? .unknownAccount(id) : .tokensSuperseded(id)
     }
 }

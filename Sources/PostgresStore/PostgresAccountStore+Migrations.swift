@@ -71,10 +71,14 @@ extension PostgresAccountStore {
             """),
     ]
 
+    /// How long one migration statement may take: a backfill of every account (a million
+    /// rows) takes far longer than the 30 s an ordinary statement gets.
+    static let migrationStatementTimeout: TimeAmount = .minutes(15)
+
     /// Applies the migrations not yet applied. Hosts starting together take turns on an
     /// advisory lock, so each migration runs once.
     func migrate() throws {
-        try pool.transaction { session in
+        try pool.transaction(timeout: Self.migrationStatementTimeout) { session in
             try session.run("SELECT pg_advisory_xact_lock(hashtext('blueskyd schema'))")
             try session.run("""
                 CREATE TABLE IF NOT EXISTS blueskyd_migration (

@@ -28,7 +28,7 @@ extension PostgresAccountStore {
         }
     }
 
-    /// Rows per INSERT: 31 parameters each, under PostgreSQL's 65,535 per statement.
+    /// Rows per INSERT: 30 parameters each, under PostgreSQL's 65,535 per statement.
     static let insertChunk = 1_000
 
     private func insertStatement(_ chunk: [(AccountRecord, Data)]) throws -> PostgresQuery {
@@ -53,8 +53,6 @@ extension PostgresAccountStore {
             + values.joined(separator: ", ") + " ON CONFLICT DO NOTHING", binds: binds)
     }
 
-    /// Saves an account's metadata: everything but the secrets and their version, `isDefault`
-    /// and the lease, which only their own methods write.
     public func saveIdentity(_ record: AccountRecord) throws {
         try write("saving an account's identity") { session in
             let changed = try session.run(notifying("""

@@ -37,16 +37,18 @@ final class PostgresConnectionPool: @unchecked Sendable {
     }
 
     /// Runs `body` with a connection of its own, returned to the pool afterwards (closed instead
-    /// when it broke).
-    func withConnection<T>(_ body: (PostgresSessionHandle) throws -> T) throws -> T {
+    /// when it broke). Each statement may take `timeout` (default 30 s).
+    func withConnection<T>(timeout: TimeAmount? = nil, _ body: (PostgresSessionHandle) throws -> T) throws -> T {
+        // Waiting for a connection, or on one, would stall every channel of an event loop.
+        assertOffEventLoop("a PostgreSQL statement")
         let connection = try checkOut()
         defer { checkIn(connection) }
-        return try body(PostgresSessionHandle(connection: connection, timeout: statementTimeout, logger: logger))
+        return try body(PostgresSessionHandle(connection: connection, timeout: timeout ?? statementTimeout, logger: logger))
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
-    func transaction<T>(_ body: (PostgresSessionHandle) throws -> T) throws -> T {
-        try withConnection { session in
+    func transaction<T>(timeout: TimeAmount? = nil, _ body: (PostgresSessionHandle) throws -> T) throws -> T {
+        try withConnection(timeout: timeout) { session in
             try session.run("BEGIN")
             do {
                 let result = try body(session)
@@ -132,9 +134,12 @@ final class PostgresConnectionPool: @unchecked Sendable {
             database: settings.database, tls: try PostgresTLS.mode(settings))
         configuration.options.connectTimeout = .seconds(5)
         // Durable commits whatever the server's default: a rotated refresh token that a crash
-        // could take back loses the account.
+        // could take back loses the account. Read committed whatever the role's default: the
+        // claims, the default's advisory lock and the conflict checks after an insert each
+        // need to see what other hosts committed a moment ago.
         configuration.options.additionalStartupParameters = [
-            ("synchronous_commit", "on"), ("application_name", "blueskyd"),
+            ("synchronous_commit", "on"), ("default_transaction_isolation", "read committed"),
+            ("application_name", "blueskyd"),
         ]
         return configuration
     }
