@@ -155,7 +155,7 @@ public struct Daemon: Sendable {
         }
         await environment.refreshes.waitUntilIdle()
         if let sharedSchedule, let sharedDates {
-            sharedDates.flushAtStop(schedule: sharedSchedule, logger: logger)
+            sharedDates.flush(sharedSchedule, logger: logger)
         }
         await callHTTP.shutdown()
         try? await http.shutdown()

@@ -79,7 +79,7 @@ extension AccountManager {
 struct StoreChangeService: Service {
     let accounts: AccountManager
     let changes: AsyncStream<StoreChange>
-    var retryBackoff = Backoff(initial: .milliseconds(500), maximum: .seconds(30))
+    var retryBackoff = Backoff.storeRetry
 
     func run() async throws {
         let retries = StoreChangeRetries()

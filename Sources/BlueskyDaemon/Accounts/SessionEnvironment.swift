@@ -73,6 +73,10 @@ struct Backoff: Sendable {
     var initial: Duration
     var maximum: Duration
 
+    /// Trying the shared store again (due dates, takes, other hosts' changes): 0.5 s doubling
+    /// to 30 s, as the connection pool itself reconnects.
+    static let storeRetry = Backoff(initial: .milliseconds(500), maximum: .seconds(30))
+
     /// The longest wait a server's Retry-After is taken at its word for; beyond it, a date
     /// decades away would stop the account for good on one bad header.
     static let longestServerWait: TimeInterval = 7 * 24 * 3600

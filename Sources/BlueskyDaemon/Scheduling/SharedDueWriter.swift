@@ -26,28 +26,23 @@ final class SharedDueWriter: Sendable {
 
     /// Writes noted dates as they come until cancelled, then once more (a stop).
     func run(schedule: any SharedRefreshSchedule, logger: Logger) async {
-        var pause: TimeInterval = 0.5
         for await _ in signal.stream {
+            var attempt = 0
             while !flush(schedule, logger: logger) {
                 guard !Task.isCancelled else { return }
-                try? await Task.sleep(for: .seconds(pause))
-                pause = min(pause * 2, 30)
+                attempt += 1
+                try? await Task.sleep(for: .seconds(Backoff.storeRetry.delay(attempt: attempt, serverAsked: nil)))
             }
-            pause = 0.5
         }
-        _ = flush(schedule, logger: logger)
+        flush(schedule, logger: logger)
     }
 
     func stop() { signal.continuation.finish() }
 
-    /// One last write at a stop, after the last refresh ended; false when the store refused.
+    /// Writes what is pending (once more at a stop, after the last refresh ended); false
+    /// (dates kept) when the store refused.
     @discardableResult
-    func flushAtStop(schedule: any SharedRefreshSchedule, logger: Logger) -> Bool {
-        flush(schedule, logger: logger)
-    }
-
-    /// Writes what is pending; false (dates kept) when the store refused.
-    private func flush(_ schedule: any SharedRefreshSchedule, logger: Logger) -> Bool {
+    func flush(_ schedule: any SharedRefreshSchedule, logger: Logger) -> Bool {
         let batch = pending.withLock { noted in
             defer { noted = [:] }
             return noted

@@ -30,7 +30,7 @@ struct SharedScheduleTaker {
                     logger.warning("cannot take due accounts from the shared schedule; trying again with backoff",
                                    metadata: ["error": "\(error)"])
                 }
-                sleep = min(0.5 * pow(2, Double(min(failures - 1, 6))), 30) * Double.random(in: 0.8...1.0)
+                sleep = Backoff.storeRetry.delay(attempt: failures, serverAsked: nil)
             }
             try? await Task.sleep(for: .seconds(sleep))
         }
