@@ -104,10 +104,11 @@ extension AccountSession {
             rotation = .failure(error)
         }
         guard record.secretsVersion == claimedVersion else {
-            // A new login replaced the session while the request was out (an upgrade to OAuth,
-            // a mended account): its tokens and state are the account's; whatever the old
-            // session's refresh brought back, tokens or a verdict, is dropped.
-            logger.info("the session was replaced by a login during its refresh; keeping the login",
+            // Newer tokens arrived while the request was out: a new login replaced the session
+            // (an upgrade to OAuth, a mended account), or another host's refresh was adopted.
+            // They and their state are the account's; whatever this refresh brought back,
+            // tokens or a verdict, is dropped.
+            logger.info("the account's tokens changed during its refresh; keeping the newer ones",
                         metadata: ["outcome": "superseded-by-login"])
             return try await currentSecrets()
         }
@@ -182,10 +183,8 @@ extension AccountSession {
                                             refreshExpiresAt: saved.refreshExpiresAt, at: at, replacing: saved.secretsVersion)
             }
         } catch StoreError.tokensSuperseded {
-            logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
-                           metadata: ["outcome": "superseded"])
             unsavedSecrets = nil
-            _ = try? await adoptRefreshDoneElsewhere()
+            await adoptTokensStoredMeanwhile()
             return .superseded
         } catch {
             _ = await storeRefused(error, while: "saving the rotated tokens (kept in memory until they are saved)")

@@ -54,11 +54,8 @@ extension AccountSession {
                                     ifVersion: updated.secretsVersion)
             }
         } catch StoreError.tokensSuperseded {
-            // Another host's refresh of these tokens got through first (this host's lease had
-            // run out): its tokens are the account's, and this failure says nothing of them.
-            logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
-                           metadata: ["outcome": "superseded"])
-            if (try? await adoptRefreshDoneElsewhere()) != nil {
+            // This failure says nothing of the newer tokens.
+            if await adoptTokensStoredMeanwhile() != nil {
                 return .upstreamUnavailable("another host refreshed this account meanwhile; try again", retryAfter: nil)
             }
         } catch {

@@ -51,6 +51,16 @@ extension AccountSession {
         return earliest <= now
     }
 
+    /// A refresh's outcome could not be stored over the tokens it was sent with: another host's
+    /// refresh of them got through first (this host's lease had run out). Its tokens are the
+    /// account's: adopted, or nil when they cannot be read.
+    @discardableResult
+    func adoptTokensStoredMeanwhile() async -> AccountSecrets? {
+        logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
+                       metadata: ["outcome": "superseded"])
+        return try? await adoptRefreshDoneElsewhere()
+    }
+
     /// The claim found newer tokens than this host's: another host refreshed. Reads them and
     /// the record, and hands them to the waiting callers.
     func adoptRefreshDoneElsewhere() async throws(DaemonError) -> AccountSecrets {
