@@ -80,17 +80,6 @@ extension AccountStorage {
         try insert(contentsOf: [(record, secrets)])
     }
 
-    /// Records the known outcome of a refresh that did not rotate the tokens: the account's
-    /// state and reason, and the lease and mark cleared (the server answered, so the refresh
-    /// token's fate is known).
-    public func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
-        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
-    }
-
-    public func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date(), endsRefresh: Bool = false) throws {
-        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: endsRefresh, ifVersion: nil)
-    }
-
     public func setDefault(id: UUID) throws { try setDefault(id: id, at: Date()) }
     public func setProfile(id: UUID, _ profile: AccountProfile?) throws { try setProfile(id: id, profile, at: Date()) }
     public func clearDefault() throws { try clearDefault(at: Date()) }

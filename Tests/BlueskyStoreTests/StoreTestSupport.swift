@@ -69,6 +69,17 @@ extension Data {
 }
 
 extension AccountStorage {
+    /// The outcome of a refresh that did not rotate the tokens, whatever their version (the
+    /// daemon always fences on it): state and reason, the lease and mark cleared.
+    func endRefresh(id: UUID, state: AccountState, reason: String?, at: Date) throws {
+        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: true)
+    }
+
+    /// A state change whatever the tokens' version.
+    func markState(id: UUID, state: AccountState, reason: String?, at: Date = Date(), endsRefresh: Bool = false) throws {
+        try markState(id: id, state: state, reason: reason, at: at, endsRefresh: endsRefresh, ifVersion: nil)
+    }
+
     /// Claims the refresh lease over the stored tokens' version, as a refresh does first.
     @discardableResult
     func markRefreshStarted(id: UUID, at date: Date) throws -> RefreshClaim {
