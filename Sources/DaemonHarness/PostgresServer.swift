@@ -256,8 +256,19 @@ public final class PostgresServer: @unchecked Sendable {
         return info.si_code == Int32(CLD_EXITED) ? status : 128 + status
     }
 
-    private static func waitForExit(_ process: Process) -> Int32 {
-        while true { if let status = exitStatus(process) { return status }; usleep(5_000) }
+    /// Waits for `process` to end; one still running after `limit` (a hung server, a psql
+    /// that never returns) is killed, so that no test hangs on it.
+    private static func waitForExit(_ process: Process, limit: TimeInterval = 60) -> Int32 {
+        let deadline = Date().addingTimeInterval(limit)
+        var killed = false
+        while true {
+            if let status = exitStatus(process) { return status }
+            if !killed, Date() > deadline {
+                kill(process.processIdentifier, SIGKILL)
+                killed = true
+            }
+            usleep(5_000)
+        }
     }
 
     /// `command` as the server user when we are root, with a clean environment.

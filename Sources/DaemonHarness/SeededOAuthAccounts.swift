@@ -26,7 +26,7 @@ public enum SeededOAuthAccounts {
     }
 
     /// The session facts every seeded account shares.
-    public static func sessionInfo(issuer: String, startedAt: Date) -> OAuthSessionInfo {
+    static func sessionInfo(issuer: String, startedAt: Date) -> OAuthSessionInfo {
         OAuthSessionInfo(
             issuer: issuer, tokenEndpoint: issuer + "/oauth/token", revocationEndpoint: issuer + "/oauth/revoke",
             scope: loopbackClient.scope, sessionStartedAt: startedAt, clientKind: .loopback,

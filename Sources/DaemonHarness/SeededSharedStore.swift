@@ -39,9 +39,10 @@ public struct SeededSharedStore: Sendable {
         return ids
     }
 
-    /// Makes the accounts due at `date`: the start of an expiry storm, as the hosts see it.
-    public func makeDue(_ ids: [UUID], at date: Date = Date()) throws {
-        try store.setRefreshDue(ids.map { ($0, date) })
+    /// Makes the accounts due now: the start of an expiry storm, as the hosts see it.
+    public func makeDue(_ ids: [UUID]) throws {
+        let now = Date()
+        try store.setRefreshDue(ids.map { ($0, now) })
     }
 
     public func close() { try? store.close() }

@@ -1,3 +1,4 @@
+import ATTestbed
 import Foundation
 
 /// What every host of a shared PostgreSQL store needs, as a deployment provisions it: one
@@ -30,6 +31,24 @@ public enum SharedStoreHosts {
             + extraLines
         try (lines.joined(separator: "\n") + "\n").write(toFile: config, atomically: true, encoding: .utf8)
         return config
+    }
+
+    /// Starts host `index` in `<directory>/host<index>` with the shared key and configuration.
+    public static func startHost(_ index: Int, in directory: String, keyHex: String, config: String, testbed: Testbed?,
+                                 extraArguments: [String] = [], logLevel: String = "info",
+                                 readyTimeout: Duration = .seconds(30)) async throws -> DaemonProcess {
+        let hostDirectory = directory + "/host\(index)"
+        try provisionKey(keyHex, stateDirectory: hostDirectory + "/state")
+        return try await DaemonProcess(directory: hostDirectory, testbed: testbed,
+                                       extraArguments: extraArguments + ["--config", config], logLevel: logLevel,
+                                       readyTimeout: readyTimeout)
+    }
+
+    /// The tokens each host rotated and saved since it started (`daemon.status`), in order.
+    public static func tokensRotated(_ hosts: [DaemonProcess]) async throws -> [Int] {
+        var rotated: [Int] = []
+        for host in hosts { rotated.append(try await host.call("daemon.status")["tokensRotated"]?.intValue ?? 0) }
+        return rotated
     }
 
     /// Puts the shared key in a host's state directory (created, private).

@@ -100,7 +100,7 @@ struct ClusterBench {
         // The storm: every refreshable account due at once.
         progress.say("cluster: \(storm) accounts due at once")
         let stormStart = Date()
-        try database.makeDue(stormIDs)
+        try database.seeding.makeDue(stormIDs)
         try await waitForRefreshes(upstream: upstream, target: storm, limit: Self.stormTimeout(options))
         // The testbed counts a refresh before the host has saved its tokens: wait for the saves.
         result.rotatedByHost = try await rotations(of: hosts, atLeast: storm)
@@ -111,7 +111,7 @@ struct ClusterBench {
 
         // Failover: a second storm, and one host killed when a third of it is done.
         progress.say("cluster: \(failover) accounts due at once; one host is SIGKILLed a third of the way")
-        try database.makeDue(failoverIDs)
+        try database.seeding.makeDue(failoverIDs)
         try await waitForRefreshes(upstream: upstream, target: storm + failover / 3, limit: Self.stormTimeout(options))
         let killed = hosts.removeLast()
         let killedAt = Date()
@@ -140,12 +140,10 @@ struct ClusterBench {
         let timeout = Duration.seconds(Self.startTimeout(options))
         return try await withThrowingTaskGroup(of: (Int, DaemonProcess).self) { group in
             for index in 0..<Self.hostCount {
-                let hostDirectory = directory + "/host\(index)"
-                try SharedStoreHosts.provisionKey(database.keyHex, stateDirectory: hostDirectory + "/state")
                 group.addTask {
-                    let host = try await DaemonProcess(directory: hostDirectory, testbed: nil,
-                                                       extraArguments: DaemonArguments.forUpstream(upstream) + ["--config", config],
-                                                       readyTimeout: timeout)
+                    let host = try await SharedStoreHosts.startHost(
+                        index, in: directory, keyHex: database.keyHex, config: config, testbed: nil,
+                        extraArguments: DaemonArguments.forUpstream(upstream), readyTimeout: timeout)
                     Watchdog.track(host.pid)
                     return (index, host)
                 }
@@ -169,8 +167,7 @@ struct ClusterBench {
     private func rotations(of hosts: [DaemonProcess], atLeast count: Int) async throws -> [Int] {
         let giveUp = Date().addingTimeInterval(60)
         while true {
-            var rotated: [Int] = []
-            for host in hosts { rotated.append(try await host.call("daemon.status")["tokensRotated"]?.intValue ?? 0) }
+            let rotated = try await SharedStoreHosts.tokensRotated(hosts)
             if rotated.reduce(0, +) >= count || Date() > giveUp { return rotated }
             try await Task.sleep(for: .milliseconds(200))
         }

@@ -61,7 +61,4 @@ struct ClusterDatabase {
                                         issuedAt: sessions[index].accessExpiresAt.addingTimeInterval(-RefreshCapacityBench.seededTokenAge))
         }, due: { _ in .distantFuture })
     }
-
-    /// Makes accounts due now: the start of an expiry storm, as the hosts see it.
-    func makeDue(_ ids: [UUID]) throws { try seeding.makeDue(ids) }
 }

@@ -101,7 +101,8 @@ struct PostgresServerTests {
         server.destroy()  // idempotent
     }
 
-    @Test("servers started side by side answer while they restart: no wait hangs on a child another spawn inherited")
+    @Test("servers started side by side answer while they restart: no wait hangs on a child another spawn inherited",
+          .timeLimit(.minutes(2)))
     func sideBySide() async throws {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<3 {

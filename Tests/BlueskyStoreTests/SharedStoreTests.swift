@@ -130,7 +130,7 @@ struct SharedStoreTests {
         #expect(try alice.account(id: record.id)?.isDefault == true, "each tenant has its own default")
     }
 
-    @Test("a change on one host reaches the other through NOTIFY; a host does not hear its own")
+    @Test("a change on one host reaches the other through NOTIFY; a host does not hear its own", .timeLimit(.minutes(1)))
     func notifications() async throws {
         try await withTwoHosts { (a, b, _) async throws in
             let heardByA = Mutex<[StoreChange]>([])
@@ -164,14 +164,12 @@ struct SharedStoreTests {
     @Test("""
         the database going away: calls fail at once with the reason and the backoff, the outage shows; \
         once it is back the store works again and the listener asks for everything to be read again
-        """)
+        """, .timeLimit(.minutes(2)))
     func databaseOutage() async throws {
         let server = try PostgresServer.start()
         defer { server.destroy() }
-        let password = PostgresServer.randomPassword()
-        try server.createDatabase("outage", owner: "blueskyd", password: password)
-        let settings = try PostgresStoreSettings(url: server.url(user: "blueskyd", database: "outage") + "?sslmode=disable",
-                                                 password: password, tenant: "outage")
+        let (url, password) = try SharedStoreHosts.createDatabase("outage", on: server)
+        let settings = try PostgresStoreSettings(url: url, password: password, tenant: "outage")
         let store = try PostgresAccountStore(settings: settings, key: SymmetricKey(size: .bits256), hostName: "h",
                                              logger: Fixtures.logger)
         defer { try? store.close() }
@@ -196,11 +194,8 @@ struct SharedStoreTests {
         }
 
         try server.start()
-        let deadline = ContinuousClock.now + .seconds(40)
-        var written = false
-        while !written, ContinuousClock.now < deadline {
-            written = (try? store.markState(id: record.id, state: .active, reason: nil, at: Date(), endsRefresh: false)) != nil
-            if !written { try await Task.sleep(for: .milliseconds(100)) }
+        let written = await eventually(timeout: .seconds(40)) {
+            (try? store.markState(id: record.id, state: .active, reason: nil, at: Date(), endsRefresh: false)) != nil
         }
         #expect(written, "the store reconnects by itself")
         #expect(store.health.outage == nil)

@@ -54,14 +54,12 @@ struct OpenedStore {
 /// second or two, a tenant per test costs nothing.
 enum SharedTestDatabase {
     static let database = "blueskyd_tests"
-    static let user = "blueskyd"
 
-    private static let started: Result<(server: PostgresServer, password: String), any Error> = Result {
+    private static let started: Result<(server: PostgresServer, url: String, password: String), any Error> = Result {
         let server = try PostgresServer.start()
-        let password = PostgresServer.randomPassword()
-        try server.createDatabase(database, owner: user, password: password)
+        let (url, password) = try SharedStoreHosts.createDatabase(database, on: server)
         atexit { SharedTestDatabase.stop() }
-        return (server, password)
+        return (server, url, password)
     }
 
     static var server: PostgresServer {
@@ -69,9 +67,8 @@ enum SharedTestDatabase {
     }
 
     static func settings(tenant: String, leaseDuration: TimeInterval = 60) throws -> PostgresStoreSettings {
-        let (server, password) = try started.get()
-        return try PostgresStoreSettings(url: server.url(user: user, database: database) + "?sslmode=disable",
-                                         password: password, tenant: tenant, leaseDuration: leaseDuration)
+        let (_, url, password) = try started.get()
+        return try PostgresStoreSettings(url: url, password: password, tenant: tenant, leaseDuration: leaseDuration)
     }
 
     static func openStore(tenant: String, key: SymmetricKey, hostName: String = "test-host",

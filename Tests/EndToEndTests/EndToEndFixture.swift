@@ -136,3 +136,9 @@ extension EndToEndFixture {
         return login
     }
 }
+
+/// Waits (polling) until `condition` holds; the test stops with `what` when it never does.
+func waitUntil(_ what: String, timeout: Duration, _ condition: () async throws -> Bool) async throws {
+    let held = try await eventually(timeout: timeout, condition)
+    try #require(held, "timed out waiting until \(what)")
+}

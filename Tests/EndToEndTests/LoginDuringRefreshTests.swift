@@ -2,6 +2,7 @@ import ATTestbed
 import BlueskyTesting
 import Foundation
 import JSONRPC
+import Synchronization
 import Testing
 
 /// A new login of an account whose refresh is on its way: the login wins, whatever the refresh
@@ -17,12 +18,17 @@ struct LoginDuringRefreshTests {
             try #require(login.status == 0, "\(login.stderr)")
             let before = fixture.testbed.stats(did: bob.did).refreshes
             let daemon = fixture.daemon
-            let refresh = Task { try await daemon.call("accounts.refresh", ["account": .string(bob.did), "force": true]) }
+            let refreshEnded = Mutex(false)
+            let refresh = Task {
+                defer { refreshEnded.withLock { $0 = true } }
+                return try await daemon.call("accounts.refresh", ["account": .string(bob.did), "force": true])
+            }
             let sent = try await eventually { fixture.testbed.stats(did: bob.did).refreshes > before }
             try #require(sent, "the refresh reached the PDS")
 
             let upgraded = try await fixture.oauthLogin(bob.handle, browser: fixture.browser, extra: ["account": .string(bob.handle)])
             #expect(upgraded["account"]?["auth"] == "oauth")
+            #expect(!refreshEnded.withLock { $0 }, "the login ended while the refresh was still out: the race this test is for")
             _ = try? await refresh.value  // it ends, one way or another, after the login
 
             let calls = fixture.testbed.oauthStats(did: bob.did).authenticatedResourceCalls

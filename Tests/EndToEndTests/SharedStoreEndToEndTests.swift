@@ -34,10 +34,8 @@ struct SharedStoreEndToEndTests {
                 extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             let key = SharedStoreHosts.randomKeyHex()
             for index in 0..<3 {
-                let hostDirectory = directory.file("host\(index)")
-                try SharedStoreHosts.provisionKey(key, stateDirectory: hostDirectory + "/state")
-                hosts.append(try await DaemonProcess(directory: hostDirectory, testbed: testbed,
-                                                     extraArguments: ["--config", config], logLevel: "info"))
+                hosts.append(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: key, config: config,
+                                                                  testbed: testbed))
             }
             var accounts: [TestAccount] = []
             for index in 0..<Self.accountCount {
@@ -74,8 +72,7 @@ struct SharedStoreEndToEndTests {
             }
             try await Self.callEveryAccount(on: hosts, accounts: accounts)
             // The hosts take due accounts from the shared schedule: the work spread over all three.
-            var rotated: [Int] = []
-            for host in hosts { rotated.append(try await host.call("daemon.status")["tokensRotated"]?.intValue ?? 0) }
+            let rotated = try await SharedStoreHosts.tokensRotated(hosts)
             let total = rotated.reduce(0, +)
             #expect(total >= 3 * Self.accountCount && rotated.allSatisfy { $0 * 10 >= total },
                     "each host did at least a tenth of the refreshes: \(rotated)")
@@ -137,10 +134,4 @@ struct SharedStoreEndToEndTests {
             #expect(failed.isEmpty, "calls through \(host.socketPath) failed: \(failed.prefix(3))")
         }
     }
-}
-
-/// Waits (polling) until `condition` holds; the test stops with `what` when it never does.
-func waitUntil(_ what: String, timeout: Duration, _ condition: () async throws -> Bool) async throws {
-    let held = try await eventually(timeout: timeout, condition)
-    try #require(held, "timed out waiting until \(what)")
 }

@@ -48,10 +48,8 @@ struct SharedStoreStormTests {
 
             let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: "storm")
             for index in 0..<3 {
-                let hostDirectory = directory.file("host\(index)")
-                try SharedStoreHosts.provisionKey(store.keyHex, stateDirectory: hostDirectory + "/state")
-                hosts.append(try await DaemonProcess(directory: hostDirectory, testbed: testbed,
-                                                     extraArguments: ["--config", config], logLevel: "notice"))
+                hosts.append(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: store.keyHex,
+                                                                  config: config, testbed: testbed, logLevel: "notice"))
             }
             for host in hosts {
                 let loaded = try await host.call("daemon.status")["accounts"]?.intValue
@@ -68,8 +66,7 @@ struct SharedStoreStormTests {
             // The testbed counts a grant before the host has saved its tokens: wait for the saves.
             var rotated: [Int] = []
             try await waitUntil("every host saved the tokens it rotated", timeout: .seconds(60)) {
-                rotated = []
-                for host in hosts { rotated.append(try await host.call("daemon.status")["tokensRotated"]?.intValue ?? 0) }
+                rotated = try await SharedStoreHosts.tokensRotated(hosts)
                 return rotated.reduce(0, +) >= Self.accountCount
             }
             print("storm of \(Self.accountCount) accounts on three hosts: \(stormTime), tokens rotated per host \(rotated)")

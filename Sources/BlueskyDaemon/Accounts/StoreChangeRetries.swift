@@ -31,8 +31,8 @@ actor StoreChangeRetries {
         wake.yield()
     }
 
-    /// What to try now, oldest first: everything, or the accounts one by one.
-    private func takeAll() -> [StoreChange] {
+    /// What to try now, and forgets it: everything, or the accounts one by one.
+    func takeAll() -> [StoreChange] {
         defer { (pending, everything) = ([], false) }
         return everything ? [.everything] : pending.map { .account($0) }
     }
