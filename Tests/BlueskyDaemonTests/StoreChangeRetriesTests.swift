@@ -1,5 +1,4 @@
 import BlueskyStore
-import BlueskyTesting
 import Foundation
 import Synchronization
 import Testing
@@ -11,36 +10,31 @@ import Testing
 struct StoreChangeRetriesTests {
     static let quick = Backoff(initial: .milliseconds(5), maximum: .milliseconds(40))
 
-    /// Runs `retries` with an `apply` that fails `failures[change]` times per change, then
-    /// succeeds; returns the attempts once `done` holds for them (or after 10 s).
-    static func attempts(_ retries: StoreChangeRetries, failures: [StoreChange: Int], feed: () async -> Void,
-                         until done: @escaping @Sendable ([StoreChange]) -> Bool) async -> [StoreChange] {
-        let log = Mutex<[StoreChange]>([])
-        let remaining = Mutex(failures)
-        let runner = Task {
-            await retries.run(backoff: quick) { change in
-                log.withLock { $0.append(change) }
-                return remaining.withLock { counts in
-                    guard let left = counts[change], left > 0 else { return true }
-                    counts[change] = left - 1
-                    return false
-                }
-            }
-        }
-        await feed()
-        _ = await eventually(timeout: .seconds(10)) { done(log.withLock { $0 }) }
-        runner.cancel()
-        await runner.value
-        return log.withLock { $0 }
-    }
-
-    @Test("a change whose read fails twice is applied on the third try, once it succeeds")
+    @Test("a change whose read fails twice is applied on the third try, once it succeeds", .timeLimit(.minutes(1)))
     func retriedUntilRead() async {
         let retries = StoreChangeRetries()
         let id = UUID()
-        let log = await Self.attempts(retries, failures: [.account(id): 2], feed: { await retries.add(.account(id)) },
-                                      until: { $0.count >= 3 })
-        #expect(log == [.account(id), .account(id), .account(id)])
+        let failuresLeft = Mutex(2)
+        // Each attempt is heard as it happens: no wall-clock wait that a loaded machine could outlast.
+        let (attempts, attempt) = AsyncStream.makeStream(of: StoreChange.self)
+        let runner = Task {
+            await retries.run(backoff: Self.quick) { change in
+                attempt.yield(change)
+                return failuresLeft.withLock { left in
+                    defer { left -= 1 }
+                    return left <= 0
+                }
+            }
+        }
+        await retries.add(.account(id))
+        var seen: [StoreChange] = []
+        for await change in attempts {
+            seen.append(change)
+            if seen.count == 3 { break }
+        }
+        runner.cancel()
+        await runner.value
+        #expect(seen == [.account(id), .account(id), .account(id)])
         #expect(await retries.isEmpty)
     }
 
