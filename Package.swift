@@ -119,7 +119,7 @@ let package = Package(
             "ATTestbed", "JSONRPC", "BlueskyStore", "PostgresStore", "DPoP", "ATOAuth", logging,
         ]),
         // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
-        .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics"], path: "Tests/BlueskyTesting"),
+        .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics", "BlueskyHTTP"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
             "ATTestbed", "DaemonHarness", "JSONRPC", "BlueskyStore", "PostgresStore", "DPoP", "ATOAuth", "BlueskyHTTP",
             "WebBasics", logging,

@@ -16,15 +16,19 @@ public struct OAuthServerClient: Sendable {
     private let http: any HTTPFetching
     private let nonces: DPoPNonceCache
     private let clockSkew: ClockSkewEstimator
+    /// The deadline of each request, for its whole answer (a nonce challenge's retry gets its own).
+    public let timeout: Duration
     private let now: @Sendable () -> Date
 
     public init(endpoints: AuthorizationServerEndpoints, client: ClientAuthentication, http: any HTTPFetching,
-                nonces: DPoPNonceCache, clockSkew: ClockSkewEstimator, now: @escaping @Sendable () -> Date = { Date() }) {
+                nonces: DPoPNonceCache, clockSkew: ClockSkewEstimator, timeout: Duration,
+                now: @escaping @Sendable () -> Date = { Date() }) {
         self.endpoints = endpoints
         self.client = client
         self.http = http
         self.nonces = nonces
         self.clockSkew = clockSkew
+        self.timeout = timeout
         self.now = now
     }
 
@@ -124,7 +128,7 @@ public struct OAuthServerClient: Sendable {
                 ("Content-Type", FormBody.contentType), ("Accept", "application/json"), ("DPoP", proof),
             ], body: Array(form.encoded.utf8))
             do throws(HTTPError) {
-                return try await http.send(outbound)
+                return try await http.send(outbound, timeout: timeout)
             } catch {
                 throw .transport(error)
             }

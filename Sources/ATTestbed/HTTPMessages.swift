@@ -88,6 +88,9 @@ struct TestbedResponse {
     /// Answer only after this long (the change already made): a slow server, and the window in
     /// which a client that dies has lost the answer.
     var delay: Duration?
+    /// Send the head (announcing the whole body) and half the body, then nothing for this long,
+    /// then close: a server or proxy that stalls mid-answer.
+    var stall: Duration?
 
     init(status: HTTPResponseStatus = .ok, headers: HTTPHeaders = [:], body: [UInt8] = []) {
         self.status = status

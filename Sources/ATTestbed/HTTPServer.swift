@@ -136,6 +136,16 @@ final class HTTPConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         }
         let responseHead = HTTPResponseHead(version: version, status: response.status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        if let stall = response.stall {
+            let half = context.channel.allocator.buffer(bytes: response.body.prefix(response.body.count / 2))
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(half))), promise: nil)
+            let channel = context.channel
+            channel.eventLoop.scheduleTask(in: .nanoseconds(Int64(stall.components.seconds) * 1_000_000_000
+                                                              + stall.components.attoseconds / 1_000_000_000)) {
+                channel.close(promise: nil)
+            }
+            return
+        }
         if !response.body.isEmpty, !omitBody {
             let buffer = context.channel.allocator.buffer(bytes: response.body)
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)

@@ -18,6 +18,12 @@ struct Router: Sendable {
     func handle(_ request: TestbedRequest) -> TestbedResponse {
         var response = route(request)
         response.headers.replaceOrAdd(name: "Date", value: HTTPDate.format(context.clock.now()))
+        if let target = answerTarget(of: request), let shape = context.shapes.take(target) {
+            switch shape {
+            case .stallAfterHalfBody(let stall): response.stall = stall
+            case .delayed(let delay): response.delay = delay
+            }
+        }
         return response
     }
 

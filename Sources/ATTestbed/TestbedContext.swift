@@ -12,6 +12,8 @@ final class TestbedContext: Sendable {
     let accounts = AccountDirectory()
     let metrics = RequestMetrics()
     let failures = FailureInjector()
+    /// Answers tests asked to stall or delay (`Testbed.shapeAnswers`).
+    let shapes = AnswerShaper()
     let feed = FeedIndex()
     let tids = TIDGenerator()
     let oauth: TestbedOAuth

@@ -56,7 +56,8 @@ public struct Daemon: Sendable {
             throw DaemonStartupError("plc_url is not an https URL: \(configuration.plcURL)", exitCode: .configuration)
         }
         let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
-        let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, logger: logger)
+        let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, requestTimeout: configuration.upstreamTimeout,
+                                        logger: logger)
         let sharedSchedule = store as? any SharedRefreshSchedule
         let sharedDates = sharedSchedule.map { _ in SharedDueWriter() }
         let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() }, sharedDates: sharedDates)
@@ -66,7 +67,7 @@ public struct Daemon: Sendable {
             store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
-                                    client: oauthClient, now: { Date() }),
+                                    client: oauthClient, timeout: configuration.upstreamTimeout, now: { Date() }),
             refreshAhead: configuration.refreshAhead,
             backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
             upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },

@@ -56,12 +56,7 @@ public struct InboundResponse: Sendable {
 
 /// Anything that can perform an ``OutboundRequest``: the real client, or a test double.
 public protocol HTTPFetching: Sendable {
-    /// Sends `request` and collects the whole response (up to the client's size limit).
+    /// Sends `request` and collects the whole response (up to the client's size limit), all of
+    /// it within `timeout`: every request names its deadline.
     func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse
-}
-
-extension HTTPFetching {
-    public func send(_ request: OutboundRequest) async throws(HTTPError) -> InboundResponse {
-        try await send(request, timeout: .seconds(30))
-    }
 }

@@ -48,6 +48,10 @@ public final class OutboundHTTP: HTTPFetching {
         self.client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: config)
     }
 
+    /// Sends `request` and reads its whole answer within `timeout`: connecting, the head and
+    /// every byte of the body. async-http-client's own deadline ends at the head, so a server
+    /// that stalls after it would otherwise hold the caller (a refresh, a login) for as long as
+    /// it likes; here the exchange is cancelled at the deadline, which closes its connection.
     public func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
         let url = try configuration.policy.check(request.url)
         var outbound = HTTPClientRequest(url: url.absoluteString)
@@ -56,15 +60,29 @@ public final class OutboundHTTP: HTTPFetching {
         if let body = request.body {
             outbound.body = .bytes(ByteBuffer(bytes: body))
         }
+        let (client, limit, prepared) = (client, configuration.maxBodyBytes, outbound)
+        let deadline = NIODeadline.now() + TimeAmount(timeout)
         do {
-            let response = try await client.execute(outbound, timeout: .init(timeout))
-            var buffer = try await response.body.collect(upTo: configuration.maxBodyBytes)
-            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
-            return InboundResponse(
-                status: Int(response.status.code),
-                headers: response.headers.map { ($0.name, $0.value) },
-                body: bytes
-            )
+            let answer = try await withThrowingTaskGroup(of: InboundResponse?.self) { group in
+                group.addTask {
+                    let response = try await client.execute(prepared, deadline: deadline)
+                    var buffer = try await response.body.collect(upTo: limit)
+                    return InboundResponse(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                                           body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+                }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                // Whichever ends first; the other is cancelled (a cancelled body read closes
+                // the connection at once, so the group does not wait on the server).
+                defer { group.cancelAll() }
+                return try await group.next() ?? nil
+            }
+            guard let answer else { throw HTTPError.timedOut(Self.redacted(url)) }
+            return answer
+        } catch let error as HTTPError {
+            throw error
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
             throw .timedOut(Self.redacted(url))
         } catch is NIOTooManyBytesError {

@@ -25,7 +25,8 @@ struct DirectOAuthSession: Sendable {
             let endpoints = try await discover(pdsURL: upstream.pdsURL, http: http)
             let loopback = try LoopbackClient(port: loopbackPort)
             let server = OAuthServerClient(endpoints: endpoints, client: .none(clientID: loopback.clientID), http: http,
-                                           nonces: DPoPNonceCache(), clockSkew: ClockSkewEstimator())
+                                           nonces: DPoPNonceCache(), clockSkew: ClockSkewEstimator(),
+                                           timeout: .seconds(30))
             let key = DPoPKey.generate()
             let pkce = PKCE.generate()
             let request = AuthorizationRequest(clientID: loopback.clientID, redirectURI: loopback.redirectURI,

@@ -11,7 +11,7 @@ struct OAuthServerClientTests {
     func makeClient(_ server: FakeAuthorizationServer, nonces: DPoPNonceCache = DPoPNonceCache(),
                     skew: ClockSkewEstimator = ClockSkewEstimator()) -> OAuthServerClient {
         OAuthServerClient(endpoints: FakeAuthorizationServer.endpoints, client: .none(clientID: loopback.clientID),
-                          http: server, nonces: nonces, clockSkew: skew)
+                          http: server, nonces: nonces, clockSkew: skew, timeout: .seconds(5))
     }
 
     /// PAR, approval and code exchange; returns the tokens and the session's key.
@@ -166,7 +166,8 @@ struct OAuthServerClientTests {
         let key = ClientSigningKey(keyID: "k1", privateKey: .init())
         let client = OAuthServerClient(endpoints: FakeAuthorizationServer.endpoints,
                                        client: .privateKeyJWT(clientID: "https://app.example.com/c.json", key: key),
-                                       http: server, nonces: DPoPNonceCache(), clockSkew: ClockSkewEstimator())
+                                       http: server, nonces: DPoPNonceCache(), clockSkew: ClockSkewEstimator(),
+                                       timeout: .seconds(5))
         let request = AuthorizationRequest(clientID: "https://app.example.com/c.json", redirectURI: "https://app.example.com/cb",
                                            scope: "atproto", state: "s", pkce: .generate())
         _ = try await client.pushAuthorization(request, dpopKey: .generate(), nonceScope: "x")

@@ -81,7 +81,7 @@ final class OAuthFixture: Sendable {
 
     func server(_ endpoints: AuthorizationServerEndpoints, client: TestClient? = nil) -> OAuthServerClient {
         OAuthServerClient(endpoints: endpoints, client: (client ?? loopbackClient).authentication, http: http,
-                          nonces: nonces, clockSkew: clockSkew, now: clock)
+                          nonces: nonces, clockSkew: clockSkew, timeout: .seconds(30), now: clock)
     }
 
     var resource: DPoPResourceClient { DPoPResourceClient(http: http, nonces: nonces, clockSkew: clockSkew, now: clock) }

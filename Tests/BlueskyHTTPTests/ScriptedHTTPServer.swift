@@ -1,3 +1,4 @@
+import BlueskyHTTP
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -13,6 +14,7 @@ import Glibc
 /// - `/drop-next`: 200, then the next request on that connection is dropped unanswered
 ///   (the server's idle close racing a request);
 /// - `/big`: 200 with a 4,096-byte body; `/silent`: never answers;
+/// - `/half`: the head of a 4,096-byte answer and its first 2,048 bytes, then nothing;
 /// - `/slow`: as `/echo`, 50 ms later (so that concurrent requests overlap);
 /// - `/swallow-next`: 200, then the next request on that connection is read in full (and
 ///   counted) and the connection closed unanswered: the server may have acted on it;
@@ -140,6 +142,12 @@ private final class ScriptedHandler: ChannelInboundHandler {
         switch request.uri {
         case "/silent":
             return
+        case "/half":
+            headers.add(name: "Content-Length", value: "4096")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+            let half = context.channel.allocator.buffer(string: String(repeating: "x", count: 2048))
+            context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(half))), promise: nil)
+            return
         case "/big":
             text = String(repeating: "x", count: 4096)
         case "/close":
@@ -169,5 +177,12 @@ private final class ScriptedHandler: ChannelInboundHandler {
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
         }
+    }
+}
+
+extension HTTPFetching {
+    /// The tests' exchanges, with a deadline long enough that only a test of deadlines meets it.
+    func send(_ request: OutboundRequest) async throws(HTTPError) -> InboundResponse {
+        try await send(request, timeout: .seconds(30))
     }
 }

@@ -90,7 +90,8 @@ extension AccountManager {
     private func fetchMetadata(_ url: URL) async throws(DaemonError) -> InboundResponse {
         let response: InboundResponse
         do {
-            response = try await environment.oauth.http.send(OutboundRequest(url: url, headers: [("Accept", "application/json")]))
+            response = try await environment.oauth.http.send(OutboundRequest(url: url, headers: [("Accept", "application/json")]),
+                                                             timeout: environment.oauth.timeout)
         } catch {
             throw .upstreamUnavailable(error.description)
         }

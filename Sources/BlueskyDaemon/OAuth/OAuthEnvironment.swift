@@ -21,11 +21,15 @@ final class OAuthEnvironment: Sendable {
     let logins: LoginsInProgress
     /// The client blueskyd presents (loopback, hosted, or confidential with its keys).
     let client: OAuthClientIdentity
+    /// The deadline of every request to an authorization server or for metadata
+    /// (`upstream_timeout_seconds`), for its whole answer.
+    let timeout: Duration
     let now: @Sendable () -> Date
 
     init(http: any HTTPFetching, policy: OAuthURLPolicy, client: OAuthClientIdentity = .init(settings: .init(), keys: []),
-         loginLifetime: TimeInterval = 30 * 60, now: @escaping @Sendable () -> Date) {
+         timeout: Duration, loginLifetime: TimeInterval = 30 * 60, now: @escaping @Sendable () -> Date) {
         self.http = http
+        self.timeout = timeout
         self.policy = policy
         self.client = client
         self.logins = LoginsInProgress(lifetime: loginLifetime)
@@ -51,7 +55,7 @@ final class OAuthEnvironment: Sendable {
 
     func serverClient(_ endpoints: AuthorizationServerEndpoints, authentication: ClientAuthentication) -> OAuthServerClient {
         OAuthServerClient(endpoints: endpoints, client: authentication, http: http, nonces: nonces,
-                          clockSkew: clockSkew, now: now)
+                          clockSkew: clockSkew, timeout: timeout, now: now)
     }
 
     /// A client for PDS calls through `http` (the proxy's keep-alive client).
