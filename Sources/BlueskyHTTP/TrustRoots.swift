@@ -6,6 +6,9 @@ import NIOSSL
 enum TrustRoots {
     static func clientConfiguration(extraCAFile: String?) throws(HTTPError) -> TLSConfiguration {
         var tls = TLSConfiguration.makeClientConfiguration()
+        // A connection closed at its deadline is closed at once: a server that stalled its
+        // answer will not answer close_notify either, and a stop must not wait 5 s for it.
+        tls.shutdownTimeout = .milliseconds(500)
         if let caFile = extraCAFile {
             guard FileManager.default.isReadableFile(atPath: caFile) else {
                 throw .unusableCAFile(caFile, reason: "no such readable file")
