@@ -48,17 +48,22 @@ let package = Package(
         // XRPC over HTTP: method kinds from the Lexicons, legacy (app-password) sessions.
         .target(name: "XRPC", dependencies: ["BlueskyHTTP", "WebBasics"],
                 resources: [.copy("Resources/LICENSE-lexicons.txt")]),
-        // The account registry in SQLite, secrets sealed with AES-GCM.
-        .target(name: "BlueskyStore", dependencies: [
+        // The account registry's port (async, one deadline per database operation), its models
+        // and the rules every backend shares, the host's key and state directory, and the
+        // in-memory backend of the tests.
+        .target(name: "AccountStoreCore", dependencies: [
+            "WebBasics", logging, .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        // The account registry in SQLite, on GRDB's async API.
+        .target(name: "SQLiteStore", dependencies: [
+            "AccountStoreCore", logging,
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "NIOPosix", package: "swift-nio"),
-            logging,
         ]),
         // The same registry in a PostgreSQL database that several hosts share: leases for
         // refreshes, LISTEN/NOTIFY for changes, one tenant per Unix user or configured name.
         .target(name: "PostgresStore", dependencies: [
-            "BlueskyStore", logging,
+            "AccountStoreCore", "WebBasics", logging,
             .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Crypto", package: "swift-crypto"),
@@ -74,7 +79,7 @@ let package = Package(
         .target(name: "SystemdGlue", dependencies: ["CSystemd", logging]),
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
-            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "BlueskyStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
+            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
             "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -116,12 +121,12 @@ let package = Package(
         // Real blueskyd processes against a testbed, for the end-to-end tests and the bench: a
         // PostgreSQL server of their own, and accounts seeded straight into a store.
         .target(name: "DaemonHarness", dependencies: [
-            "ATTestbed", "JSONRPC", "BlueskyStore", "PostgresStore", "DPoP", "ATOAuth", logging,
-        ]),
+            "ATTestbed", "JSONRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "DPoP", "ATOAuth", logging,
+        ] + nio),
         // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
         .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics", "BlueskyHTTP"], path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "DaemonHarness", "JSONRPC", "BlueskyStore", "PostgresStore", "DPoP", "ATOAuth", "BlueskyHTTP",
+            "ATTestbed", "DaemonHarness", "JSONRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "DPoP", "ATOAuth", "BlueskyHTTP",
             "WebBasics", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -132,8 +137,9 @@ let package = Package(
 
         .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
-        .testTarget(name: "BlueskyStoreTests", dependencies: [
-            "BlueskyStore", "PostgresStore", "BlueskyTesting", "ATTestbed", .product(name: "GRDB", package: "GRDB.swift"),
+        .testTarget(name: "AccountStoreTests", dependencies: [
+            "AccountStoreCore", "SQLiteStore", "PostgresStore", "BlueskyTesting", "ATTestbed",
+            .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "JSONRPCTests", dependencies: ["JSONRPC", "RPCServer"], resources: [.copy("Fixtures")]),
         .testTarget(name: "BlueskyHTTPTests", dependencies: [
@@ -141,7 +147,8 @@ let package = Package(
         ] + nio),
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
         .testTarget(name: "BlueskyDaemonTests", dependencies: [
-            "BlueskyDaemon", "BlueskyHTTP", "JSONRPC", "ATOAuth", "XRPC", "BlueskyStore", "BlueskyTesting",
+            "BlueskyDaemon", "BlueskyHTTP", "JSONRPC", "ATOAuth", "XRPC", "AccountStoreCore", "BlueskyTesting", "RPCServer",
+            "ATIdentity", "WebBasics",
         ]),
         .testTarget(name: "ATTestbedTests", dependencies: [
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",

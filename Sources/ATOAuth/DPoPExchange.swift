@@ -17,8 +17,11 @@ struct DPoPExchange {
 
     /// Runs the exchange: `send` makes one attempt with the given proof; `proofFailed` turns a
     /// signing failure into the caller's error.
+    /// - Parameter mayRetry: whether a second attempt may still leave (asked only when the
+    ///   answer calls for one): a refresh under a lease sends it only while enough lease is left.
     func run<Failure: Error>(
         proofFailed: (DPoPError) -> Failure,
+        mayRetry: () -> Bool = { true },
         send: (_ proof: String) async throws(Failure) -> InboundResponse
     ) async throws(Failure) -> InboundResponse {
         let origin = request.target.origin
@@ -34,7 +37,7 @@ struct DPoPExchange {
                 throw proofFailed(error)
             }
             let response = try await send(proof)
-            guard shouldSignAgain(response, attempt: attempt, sentNonce: sentNonce, skewUsed: skew, origin: origin) else {
+            guard shouldSignAgain(response, attempt: attempt, sentNonce: sentNonce, skewUsed: skew, origin: origin), mayRetry() else {
                 return response
             }
         }

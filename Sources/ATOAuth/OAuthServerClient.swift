@@ -66,8 +66,12 @@ public struct OAuthServerClient: Sendable {
 
     /// Rotates the session's tokens. Never call twice at once for one session: the refresh
     /// token is single-use, and replaying it destroys the session.
-    public func refresh(refreshToken: String, dpopKey: DPoPKey, did: String) async throws(OAuthClientError) -> OAuthTokenSet {
-        let response = try await post(to: endpoints.token, dpopKey: dpopKey, nonceScope: did) { now throws(ClientAssertionError) in
+    /// - Parameter sendBy: a nonce challenge's second attempt leaves only if it can be answered
+    ///   (its whole deadline) by then: the end of the refresh lease, less a margin.
+    public func refresh(refreshToken: String, dpopKey: DPoPKey, did: String,
+                        sendBy: ContinuousClock.Instant? = nil) async throws(OAuthClientError) -> OAuthTokenSet {
+        let response = try await post(to: endpoints.token, dpopKey: dpopKey, nonceScope: did, sendBy: sendBy) {
+            now throws(ClientAssertionError) in
             try OAuthRequests.refreshForm(refreshToken: refreshToken, client: client, issuer: endpoints.issuer, now: now)
         }
         return try tokens(from: response, expectedDID: did)
@@ -106,7 +110,7 @@ public struct OAuthServerClient: Sendable {
 
     /// POSTs the form `makeForm` builds (called per attempt, so assertions are fresh) with a
     /// DPoP proof, retrying once on a nonce challenge that brought a new nonce.
-    private func post(to url: URL, dpopKey: DPoPKey, nonceScope: String,
+    private func post(to url: URL, dpopKey: DPoPKey, nonceScope: String, sendBy: ContinuousClock.Instant? = nil,
                       makeForm: (Date) throws(ClientAssertionError) -> FormBody) async throws(OAuthClientError) -> InboundResponse
     {
         let request: DPoPRequest
@@ -117,7 +121,8 @@ public struct OAuthServerClient: Sendable {
         }
         let exchange = DPoPExchange(request: request, signer: DPoPSigner(key: dpopKey, now: now), nonces: nonces,
                                     clockSkew: clockSkew, scope: nonceScope, now: now)
-        return try await exchange.run(proofFailed: OAuthClientError.proof) { proof throws(OAuthClientError) in
+        let mayRetry = { [timeout] in sendBy.map { ContinuousClock.now + timeout <= $0 } ?? true }
+        return try await exchange.run(proofFailed: OAuthClientError.proof, mayRetry: mayRetry) { proof throws(OAuthClientError) in
             let form: FormBody
             do throws(ClientAssertionError) {
                 form = try makeForm(now().addingTimeInterval(clockSkew.offset))

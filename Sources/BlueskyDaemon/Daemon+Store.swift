@@ -1,7 +1,8 @@
-import BlueskyStore
+import AccountStoreCore
 import Crypto
 import Foundation
 import PostgresStore
+import SQLiteStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,10 +12,15 @@ extension Daemon {
     static let storePasswordCredential = "blueskyd-store-password"
 
     /// SQLite in the state directory, or the PostgreSQL database `store_url` names.
-    func openStore(stateDirectory: StateDirectory, key: SymmetricKey) throws(DaemonStartupError) -> any AccountStorage {
+    /// A store whose migration meets secrets the key does not open fails here, before any
+    /// row is sealed with the wrong key: said as the same configuration error as `checkStoreKey`.
+    func openStore(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL) async throws(DaemonStartupError)
+        -> any AccountStore {
         guard let url = configuration.storeURL else {
             do {
-                return try AccountStore(directory: stateDirectory.url, key: key, logger: logger)
+                return try SQLiteAccountStore(directory: stateDirectory.url, key: key, logger: logger)
+            } catch .secretDoesNotOpen {
+                throw Self.wrongStoreKey(keyFile: keyFile, location: stateDirectory.url.path)
             } catch {
                 throw DaemonStartupError(String(describing: error))
             }
@@ -38,8 +44,12 @@ extension Daemon {
             throw DaemonStartupError(String(describing: error), exitCode: .configuration)
         }
         do {
-            return try PostgresAccountStore(settings: settings, key: key, hostName: configuration.hostName ?? Self.machineName(),
-                                            logger: logger)
+            return try await PostgresAccountStore(settings: settings, key: key,
+                                                  hostName: configuration.hostName ?? Self.machineName(), logger: logger)
+        } catch .secretDoesNotOpen {
+            throw Self.wrongStoreKey(keyFile: keyFile, location: settings.location)
+        } catch .invalidSetting(let reason) {
+            throw DaemonStartupError("cannot use the shared account store: \(reason)", exitCode: .configuration)
         } catch {
             throw DaemonStartupError("cannot open the shared account store: \(error)")
         }
@@ -77,7 +87,8 @@ extension Daemon {
     static func machineName() -> String {
         var buffer = [CChar](repeating: 0, count: 256)
         guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
-        return String(cString: buffer)
+        let bytes = buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }
 

@@ -1,7 +1,8 @@
 import ATIdentity
+import AccountStoreCore
 import ATOAuth
 import BlueskyHTTP
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Logging
 import RPCServer
@@ -44,8 +45,13 @@ public struct Daemon: Sendable {
         defer { withExtendedLifetime(lock) {} }
         let keyFile = stateDirectory.url.appendingPathComponent("store.key")
         let key = try startup(StoreKey.load(keyFile: keyFile))
-        let store = try openStore(stateDirectory: stateDirectory, key: key)
-        try checkStoreKey(store, keyFile: keyFile)
+        let store = try await openStore(stateDirectory: stateDirectory, key: key, keyFile: keyFile)
+        do {
+            try await checkStoreKey(store, keyFile: keyFile)
+        } catch {
+            await store.close()
+            throw error
+        }
         let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
         // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
         // the hot path, through the lean keep-alive client on the caller's event loop.
@@ -60,18 +66,22 @@ public struct Daemon: Sendable {
                                         logger: logger)
         let sharedSchedule = store as? any SharedRefreshSchedule
         let sharedDates = sharedSchedule.map { _ in SharedDueWriter() }
-        let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() }, sharedDates: sharedDates)
-        let oauthClient = try startup(OAuthClientIdentity.load(settings: configuration.oauthClient, store: store, now: Date(),
-                                                               logger: logger))
+        let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() }, shared: sharedDates)
+        let oauthClient: OAuthClientIdentity
+        do {
+            oauthClient = try await OAuthClientIdentity.load(settings: configuration.oauthClient, store: store, now: Date(),
+                                                             logger: logger)
+        } catch {
+            await store.close()
+            throw DaemonStartupError(String(describing: error))
+        }
         let environment = SessionEnvironment(
             store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
                                     client: oauthClient, timeout: configuration.upstreamTimeout, now: { Date() }),
-            refreshAhead: configuration.refreshAhead,
-            backoff: Backoff(initial: configuration.retryInitial, maximum: configuration.retryMax),
-            upstreamTimeout: configuration.upstreamTimeout, logger: logger, now: { Date() },
-            reschedule: { id, date in await scheduler.schedule(id, at: date) }, scheduleIsShared: sharedSchedule != nil)
+            rules: configuration.lifecycleRules, upstreamTimeout: configuration.upstreamTimeout, logger: logger,
+            now: { Date() }, schedule: { id, due, server in scheduler.note(id, due, server: server) })
         let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
         store.health.observe { [events = environment.events] outage in
             if let outage {
@@ -83,10 +93,11 @@ public struct Daemon: Sendable {
         }
         // Listening starts before loading, so that no change another host makes in between is missed.
         let storeChanges = AsyncStream.makeStream(of: StoreChange.self)
-        store.observeChanges { storeChanges.continuation.yield($0) }
+        await store.observeChanges { storeChanges.continuation.yield($0) }
         do {
             try await accounts.loadAll()
         } catch {
+            await store.close()
             throw DaemonStartupError("cannot load the accounts: \(error)")
         }
 
@@ -114,7 +125,7 @@ public struct Daemon: Sendable {
         let group = ServiceGroup(
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
-            ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler) + [
+            ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
@@ -149,22 +160,10 @@ public struct Daemon: Sendable {
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }
-        // Refreshes started by calls (not only the scheduler's) may still be between the
-        // server's rotation and the save: the clients and the store stay open until they end.
-        if environment.refreshes.running > 0 {
-            logger.info("waiting for refreshes in flight", metadata: ["count": "\(environment.refreshes.running)"])
-        }
-        await environment.refreshes.waitUntilIdle()
-        if let sharedSchedule, let sharedDates {
-            sharedDates.flush(sharedSchedule, logger: logger)
-        }
+        await stop(accounts: accounts, sharedSchedule: sharedSchedule, sharedDates: sharedDates)
         await callHTTP.shutdown()
         try? await http.shutdown()
-        do {
-            try store.close()
-        } catch {
-            logger.error("closing the account store failed", metadata: ["error": "\(error)"])
-        }
+        await store.close()
         if let failure {
             logger.error("blueskyd stopped on an error", metadata: ["error": "\(failure)"])
             throw failure
@@ -175,23 +174,45 @@ public struct Daemon: Sendable {
     /// The shared schedule's service, with a shared store; listed after the scheduler, so
     /// that it stops taking accounts first.
     private func sharedScheduleServices(_ schedule: (any SharedRefreshSchedule)?, dates: SharedDueWriter?,
-                                        scheduler: RefreshScheduler) -> [any Service] {
+                                        scheduler: RefreshScheduler, store: any AccountStore) -> [any Service] {
         guard let schedule, let dates else { return [] }
         return [SharedScheduleService(schedule: schedule, dates: dates, scheduler: scheduler, logger: logger)]
     }
 
+    /// The end of a run, before the clients and the store close: the refreshes in flight end
+    /// (whoever started them: the scheduler's, or a call's meeting an expired token), then the
+    /// background work; rotated tokens the store refused are tried once more and any that stay
+    /// unsaved are named at error (they are lost with this stop); the last due dates go to the
+    /// shared schedule.
+    private func stop(accounts: AccountManager, sharedSchedule: (any SharedRefreshSchedule)?,
+                      sharedDates: SharedDueWriter?) async {
+        let environment = accounts.environment
+        if environment.refreshes.running > 0 {
+            logger.info("waiting for refreshes in flight", metadata: ["count": "\(environment.refreshes.running)"])
+        }
+        await environment.refreshes.waitUntilIdle()
+        await environment.background.stop()
+        await accounts.saveBeforeStop()
+        if let sharedSchedule, let sharedDates {
+            await sharedDates.flush(sharedSchedule, logger: logger)
+        }
+    }
+
     /// A key that does not open the store's secrets (a replaced `store.key`) would fail every
     /// refresh later; say so now, naming the key file, as a configuration error.
-    private func checkStoreKey(_ store: any AccountStorage, keyFile: URL) throws(DaemonStartupError) {
+    private func checkStoreKey(_ store: any AccountStore, keyFile: URL) async throws(DaemonStartupError) {
         do {
-            try store.verifyKey()
-        } catch StoreError.secretDoesNotOpen, StoreError.clientKeyDoesNotOpen {
-            throw DaemonStartupError(
-                "the store key \(StoreKey.source(keyFile: keyFile)) does not open the secrets in \(store.location) "
-                    + "(was it replaced? put the original key back)", exitCode: .configuration)
+            try await store.verifyKey()
+        } catch .secretDoesNotOpen, .clientKeyDoesNotOpen {
+            throw Self.wrongStoreKey(keyFile: keyFile, location: store.location)
         } catch {
             throw DaemonStartupError("cannot check the store key: \(error)")
         }
+    }
+
+    static func wrongStoreKey(keyFile: URL, location: String) -> DaemonStartupError {
+        DaemonStartupError("the store key \(StoreKey.source(keyFile: keyFile)) does not open the secrets in \(location) "
+                               + "(was it replaced? put the original key back)", exitCode: .configuration)
     }
 
     /// One start-up step; its failure becomes the one line blueskyd exits with.
@@ -222,16 +243,15 @@ public struct DaemonStartupError: Error, CustomStringConvertible {
     }
 }
 
-/// Runs the refresh schedule; on shutdown, waits for refreshes in flight to finish.
+/// Runs the refresh schedule until the stop.
 struct SchedulerService: Service {
     let scheduler: RefreshScheduler
     let accounts: AccountManager
 
     func run() async throws {
         await cancelWhenGracefulShutdown {
-            await scheduler.run { id in await accounts.scheduledRefresh(id) }
+            await scheduler.run { id, call in await accounts.upkeep(id, call) }
         }
-        await accounts.backgroundChecks.stop()
     }
 }
 
@@ -244,6 +264,11 @@ struct SharedScheduleService: Service {
     let logger: Logger
 
     func run() async throws {
+        // A date lost in a race (a late "never" over a new login's) must not leave an
+        // account unscheduled for good.
+        if let repaired = try? await schedule.repairMissingDueDates(at: Date()), repaired > 0 {
+            logger.notice("gave accounts without a due date one", metadata: ["accounts": "\(repaired)"])
+        }
         let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: logger, now: { Date() })
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in

@@ -190,10 +190,11 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Runs `sql` as the admin over the Unix socket, unaligned and tuples only; returns stdout trimmed.
     @discardableResult
-    public func psql(_ sql: String, database: String) throws -> String {
+    /// - Parameter user: the role to run it as (local connections are trusted); the admin by default.
+    public func psql(_ sql: String, database: String, user: String? = nil) throws -> String {
         // The SQL goes in on stdin so that passwords in it never show in argv.
         let command = ["/usr/bin/psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-h", socketDirectory,
-                       "-p", String(port), "-U", adminUser, "-d", database, "-f", "-"]
+                       "-p", String(port), "-U", user ?? adminUser, "-d", database, "-f", "-"]
         let result = try Self.run(command, in: directory, input: sql)
         guard result.status == 0 else {
             throw Failure.command(command.joined(separator: " "), status: result.status, stderr: result.stderr,

@@ -1,6 +1,6 @@
 import ATOAuth
 import ATTestbed
-import BlueskyStore
+import AccountStoreCore
 import DPoP
 import Foundation
 

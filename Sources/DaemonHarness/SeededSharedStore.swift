@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Logging
 import PostgresStore
@@ -11,12 +11,14 @@ public struct SeededSharedStore: Sendable {
     public let keyHex: String
     public let store: PostgresAccountStore
 
-    /// A new key (in `<keyDirectory>/store.key`) and the store at `url` for `tenant`.
-    public init(url: String, password: String, tenant: String, keyDirectory: String) throws {
-        keyHex = SharedStoreHosts.randomKeyHex()
+    /// The store at `url` for `tenant`, with the key `keyHex` (by default a new one) written to
+    /// `<keyDirectory>/store.key`.
+    public init(url: String, password: String, tenant: String, keyDirectory: String,
+                keyHex: String = SharedStoreHosts.randomKeyHex()) async throws {
+        self.keyHex = keyHex
         try SharedStoreHosts.provisionKey(keyHex, stateDirectory: keyDirectory)
         let key = try StoreKey.load(keyFile: URL(fileURLWithPath: keyDirectory + "/store.key"), environment: [:])
-        store = try PostgresAccountStore(
+        store = try await PostgresAccountStore(
             settings: try PostgresStoreSettings(url: url, password: password, tenant: tenant), key: key,
             hostName: "seeding", logger: Logger(label: "seeding.store", factory: { _ in SwiftLogNoOpLogHandler() }))
     }
@@ -26,13 +28,13 @@ public struct SeededSharedStore: Sendable {
     /// batch. Returns their ids in order.
     @discardableResult
     public func write(count: Int, batchSize: Int = 5_000, account: (Int) -> (record: AccountRecord, secrets: AccountSecrets),
-                      due: (AccountRecord) -> Date?, written: (Int) -> Void = { _ in }) throws -> [UUID] {
+                      due: (AccountRecord) -> Date?, written: (Int) -> Void = { _ in }) async throws -> [UUID] {
         var ids: [UUID] = []
         ids.reserveCapacity(count)
         for start in stride(from: 0, to: count, by: batchSize) {
             let batch = (start..<min(count, start + batchSize)).map(account)
-            try store.insert(contentsOf: batch)
-            try store.setRefreshDue(batch.map { ($0.record.id, due($0.record)) })
+            try await store.insert(contentsOf: batch)
+            try await store.setRefreshDue(batch.map { ScheduledDate(id: $0.record.id, due: due($0.record), version: $0.record.secretsVersion) })
             ids += batch.map(\.record.id)
             written(ids.count)
         }
@@ -40,10 +42,9 @@ public struct SeededSharedStore: Sendable {
     }
 
     /// Makes the accounts due now: the start of an expiry storm, as the hosts see it.
-    public func makeDue(_ ids: [UUID]) throws {
-        let now = Date()
-        try store.setRefreshDue(ids.map { ($0, now) })
+    public func makeDue(_ ids: [UUID], at date: Date = Date()) async throws {
+        try await store.makeDue(ids, at: date)
     }
 
-    public func close() { try? store.close() }
+    public func close() async { await store.close() }
 }

@@ -19,6 +19,24 @@ public enum SharedStoreHosts {
         return (server.url(user: name, database: name) + "?sslmode=disable", password)
     }
 
+    /// A tenant's own role in `database`, set up as README ("Tenants the database keeps apart")
+    /// says: it may read and write the tables (those there now and those the owner's later
+    /// migrations create), and row-level security holds it to the rows of the tenant of its
+    /// name. Returns its password.
+    public static func createTenantRole(_ role: String, in database: String, owner: String? = nil,
+                                        on server: PostgresServer) throws -> String {
+        let password = PostgresServer.randomPassword()
+        try server.psql("""
+            SET log_min_error_statement = panic;
+            CREATE ROLE \(role) LOGIN PASSWORD '\(password)';
+            GRANT USAGE ON SCHEMA public TO \(role);
+            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO \(role);
+            ALTER DEFAULT PRIVILEGES FOR ROLE \(owner ?? database) IN SCHEMA public
+                GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO \(role);
+            """, database: database)
+        return password
+    }
+
     /// Writes `<directory>/blueskyd.toml` (with `extraLines`) and the password file beside it,
     /// readable by its owner only; returns the configuration's path.
     public static func writeConfiguration(in directory: String, url: String, password: String, tenant: String,

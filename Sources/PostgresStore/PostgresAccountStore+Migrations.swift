@@ -1,12 +1,13 @@
-import BlueskyStore
+import AccountStoreCore
+import Foundation
 import PostgresNIO
 
 extension PostgresAccountStore {
     /// The schema, as named migrations applied once each, in order. Never edit a shipped one;
     /// add another at the end. The columns are SQLite's (dates as seconds since 2001-01-01, so
     /// that both stores round-trip a `Date` exactly) plus the tenant.
-    static let migrations: [(name: String, sql: String)] = [
-        ("v1-shared-store", """
+    static let migrations: [Migration] = [
+        Migration("v1-shared-store", """
             CREATE TABLE account (
                 id uuid PRIMARY KEY,
                 tenant text NOT NULL,
@@ -64,33 +65,128 @@ extension PostgresAccountStore {
         // The shared refresh schedule. A migrated account is due 6 minutes before its access
         // token expires (the default lead at its widest; at once for opaque tokens): the host
         // that takes it then records when it is really due.
-        ("v2-shared-schedule", """
+        Migration("v2-shared-schedule", """
             ALTER TABLE account ADD COLUMN refresh_due_at double precision;
             UPDATE account SET refresh_due_at = COALESCE(access_expires_at - 360, updated_at) WHERE state <> 'needs-login';
             CREATE INDEX account_tenant_refresh_due ON account (tenant, refresh_due_at)
             """),
+        // The server each account refreshes at (an origin, as the daemon spells it), so that a
+        // host takes from the shared schedule only accounts of servers it has room for.
+        Migration("v3-refresh-server", "ALTER TABLE account ADD COLUMN refresh_server text NOT NULL DEFAULT ''",
+                  backfill: backfillRefreshServers),
+        // Which hosts are alive (each says so every few seconds), and when any host of a tenant
+        // last did: a lease whose holder lives is never taken over, and time the database was
+        // away from every host is not counted against any lease.
+        Migration("v4-host-liveness", """
+            CREATE TABLE blueskyd_host (
+                tenant text NOT NULL,
+                owner text NOT NULL,
+                alive_until double precision NOT NULL,
+                PRIMARY KEY (tenant, owner)
+            );
+            CREATE TABLE blueskyd_clock (
+                tenant text PRIMARY KEY,
+                last_beat double precision NOT NULL
+            )
+            """),
+        // A MAC under the store key over what decides where an account's tokens go (its row's
+        // tenant, id, auth kind, DID, PDS, issuer and endpoints): a row rewritten by anyone
+        // without the key is found, and its tokens sent nowhere. Tenants may hold different
+        // keys, so each tenant's first host seals that tenant's rows (`sealTenantRows`) and
+        // records it here; from then on a row without a seal is an altered one.
+        Migration("v5-metadata-seal", """
+            ALTER TABLE account ADD COLUMN metadata_seal bytea;
+            CREATE TABLE blueskyd_tenant_sealed (
+                tenant text PRIMARY KEY,
+                sealed_at double precision NOT NULL
+            )
+            """),
+        // Row-level security: a tenant connecting as a role of its own name sees and writes its
+        // own rows only (the tables' owner, which migrates them, is not held to it).
+        Migration("v6-row-level-security", """
+            ALTER TABLE account ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON account USING (tenant = current_user) WITH CHECK (tenant = current_user);
+            ALTER TABLE oauth_client_key ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON oauth_client_key USING (tenant = current_user) WITH CHECK (tenant = current_user);
+            ALTER TABLE dpop_nonce ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON dpop_nonce USING (EXISTS (SELECT 1 FROM account a WHERE a.id = account_id));
+            ALTER TABLE blueskyd_host ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON blueskyd_host USING (tenant = current_user) WITH CHECK (tenant = current_user);
+            ALTER TABLE blueskyd_clock ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON blueskyd_clock USING (tenant = current_user) WITH CHECK (tenant = current_user);
+            ALTER TABLE blueskyd_tenant_sealed ENABLE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON blueskyd_tenant_sealed USING (tenant = current_user) WITH CHECK (tenant = current_user)
+            """),
     ]
 
-    /// How long one migration statement may take: a backfill of every account (a million
-    /// rows) takes far longer than the 30 s an ordinary statement gets.
-    static let migrationStatementTimeout: TimeAmount = .minutes(15)
+    /// One migration: statements, then (optionally) work in Swift over the rows, in the same
+    /// transaction.
+    struct Migration: Sendable {
+        var name: String
+        var sql: String
+        var backfill: (@Sendable (PostgresSession) async throws -> Void)?
+
+        init(_ name: String, _ sql: String, backfill: (@Sendable (PostgresSession) async throws -> Void)? = nil) {
+            self.name = name
+            self.sql = sql
+            self.backfill = backfill
+        }
+    }
+
+    /// Works out every account's refresh server, a page of ids at a time.
+    static func backfillRefreshServers(_ session: PostgresSession) async throws {
+        var after = UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0))
+        while true {
+            let rows = try await session.run("""
+                SELECT id, pds, oauth_token_endpoint FROM account WHERE id > \(after) ORDER BY id LIMIT 10000
+                """).map { try $0.decode((UUID, String, String?).self) }
+            guard let last = rows.last else { return }
+            let servers = rows.map { AccountRecord.refreshServer(pds: $0.1, tokenEndpoint: $0.2) }
+            try await session.run("""
+                UPDATE account SET refresh_server = server.name
+                FROM unnest(\(rows.map(\.0))::uuid[], \(servers)::text[]) AS server (id, name) WHERE account.id = server.id
+                """)
+            after = last.0
+        }
+    }
+
+    /// How long the migrations may take: a backfill of every account (a million rows) takes far
+    /// longer than the 30 s an ordinary operation gets.
+    static let migrationDeadline: Duration = .seconds(15 * 60)
 
     /// Applies the migrations not yet applied. Hosts starting together take turns on an
-    /// advisory lock, so each migration runs once.
-    func migrate() throws {
-        try pool.transaction(timeout: Self.migrationStatementTimeout) { session in
-            try session.run("SELECT pg_advisory_xact_lock(hashtext('blueskyd schema'))")
-            try session.run("""
+    /// advisory lock, so each migration runs once. When every migration is applied nothing is
+    /// created, so that a tenant's role without rights to the schema opens the store too.
+    func migrate() async throws(StoreError) {
+        do {
+            try await applyMigrations()
+        } catch .database(let context, let reason) where reason.contains("SQLSTATE 42501") {
+            // A tenant's own role (row-level security) may not change the schema: the owner does.
+            throw .database(context: context, reason: "\(reason); the role \(settings.user) may not change the schema: "
+                                + "start blueskyd once with the role that owns the tables (blueskyd.toml(5), TENANTS)")
+        }
+    }
+
+    private func applyMigrations() async throws(StoreError) {
+        let (logger, location) = (logger, settings.location)
+        try await write("bringing the schema up to date", deadline: Self.migrationDeadline) { session in
+            try await session.run("SELECT pg_advisory_xact_lock(hashtext('blueskyd schema'))")
+            let exists = try await session.run("SELECT to_regclass('blueskyd_migration') IS NOT NULL").first?.decode(Bool.self) ?? false
+            let applied = exists
+                ? Set(try await session.run("SELECT name FROM blueskyd_migration").map { try $0.decode(String.self) }) : []
+            let pending = Self.migrations.filter { !applied.contains($0.name) }
+            guard !pending.isEmpty else { return }
+            try await session.run("""
                 CREATE TABLE IF NOT EXISTS blueskyd_migration (
                     name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
-            let applied = Set(try session.run("SELECT name FROM blueskyd_migration").rows.map { try $0.decode(String.self) })
-            for migration in Self.migrations where !applied.contains(migration.name) {
+            for migration in pending {
                 // The extended protocol takes one statement at a time; none of these holds a ';'.
                 for statement in migration.sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
-                    try session.run(PostgresQuery(unsafeSQL: String(statement)))
+                    try await session.run(PostgresQuery(unsafeSQL: String(statement)))
                 }
-                try session.run("INSERT INTO blueskyd_migration (name) VALUES (\(migration.name))")
+                try await migration.backfill?(session)
+                try await session.run("INSERT INTO blueskyd_migration (name) VALUES (\(migration.name))")
                 logger.notice("account store migrated", metadata: ["migration": "\(migration.name)", "store": "\(location)"])
             }
         }

@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import PostgresNIO
 
@@ -8,7 +8,8 @@ extension PostgresAccountStore {
         id, did, handle, handle_verified, pds, auth_kind, state, state_reason, is_default, created_at, updated_at,
         last_refresh_at, access_expires_at, refresh_expires_at, refresh_started_at, oauth_issuer, oauth_token_endpoint,
         oauth_revocation_endpoint, oauth_scope, oauth_session_started_at, oauth_client_kind, oauth_client_id,
-        oauth_client_key_id, profile_display_name, profile_avatar, profile_description, profile_fetched_at, secrets_version
+        oauth_client_key_id, profile_display_name, profile_avatar, profile_description, profile_fetched_at, secrets_version,
+        metadata_seal
         """
 
     static func record(_ row: PostgresRow) throws -> AccountRecord {
@@ -51,9 +52,8 @@ extension PostgresAccountStore {
             oauth: oauth, profile: profile, secretsVersion: try cells["secrets_version"].decode(Int64.self))
     }
 
-    /// The binds of every metadata column but the id, `is_default`, the mark and the version,
-    /// in the order `metadataAssignments` names them.
-    static func metadataBinds(_ record: AccountRecord, into binds: inout PostgresBindings) throws {
+    /// The binds of a new session's columns, in `sessionColumns`' order.
+    static func sessionBinds(_ record: AccountRecord, into binds: inout PostgresBindings) {
         binds.append(record.did)
         binds.append(record.handle)
         binds.append(record.handleVerified)
@@ -61,7 +61,6 @@ extension PostgresAccountStore {
         binds.append(record.authKind.rawValue)
         binds.append(record.state.rawValue)
         binds.append(record.stateReason)
-        binds.append(record.createdAt.storedSeconds)
         binds.append(record.updatedAt.storedSeconds)
         binds.append(record.lastRefreshAt?.storedSeconds)
         binds.append(record.accessExpiresAt?.storedSeconds)
@@ -74,6 +73,23 @@ extension PostgresAccountStore {
         binds.append(record.oauth?.clientKind.rawValue)
         binds.append(record.oauth?.clientID)
         binds.append(record.oauth?.clientKeyID)
+        binds.append(record.refreshServer)
+    }
+
+    /// The columns a login writes: what it decided, never the account's own (id, creation
+    /// date, default flag, profile) nor the refresh bookkeeping.
+    static let sessionColumns = [
+        "did", "handle", "handle_verified", "pds", "auth_kind", "state", "state_reason", "updated_at",
+        "last_refresh_at", "access_expires_at", "refresh_expires_at", "oauth_issuer", "oauth_token_endpoint",
+        "oauth_revocation_endpoint", "oauth_scope", "oauth_session_started_at", "oauth_client_kind", "oauth_client_id",
+        "oauth_client_key_id", "refresh_server",
+    ]
+
+    /// The binds of every metadata column but the id, `is_default`, the mark and the version,
+    /// in `metadataColumns`' order.
+    static func metadataBinds(_ record: AccountRecord, into binds: inout PostgresBindings) {
+        sessionBinds(record, into: &binds)
+        binds.append(record.createdAt.storedSeconds)
         binds.append(record.profile?.displayName)
         binds.append(record.profile?.avatar)
         binds.append(record.profile?.description)
@@ -81,10 +97,7 @@ extension PostgresAccountStore {
     }
 
     /// The metadata columns `metadataBinds` fills, in its order.
-    static let metadataColumns = [
-        "did", "handle", "handle_verified", "pds", "auth_kind", "state", "state_reason", "created_at", "updated_at",
-        "last_refresh_at", "access_expires_at", "refresh_expires_at", "oauth_issuer", "oauth_token_endpoint",
-        "oauth_revocation_endpoint", "oauth_scope", "oauth_session_started_at", "oauth_client_kind", "oauth_client_id",
-        "oauth_client_key_id", "profile_display_name", "profile_avatar", "profile_description", "profile_fetched_at",
+    static let metadataColumns = sessionColumns + [
+        "created_at", "profile_display_name", "profile_avatar", "profile_description", "profile_fetched_at",
     ]
 }

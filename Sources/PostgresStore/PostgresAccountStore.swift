@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Crypto
 import Foundation
 import Logging
@@ -7,13 +7,17 @@ import PostgresNIO
 
 /// The account registry in a PostgreSQL database that several blueskyd hosts share.
 ///
-/// The same contract as `AccountStore` (SQLite): secrets sealed with the same store key, commits
+/// The same contract as `SQLiteAccountStore`: secrets sealed with the same store key, commits
 /// durable (`synchronous_commit = on`) before a method returns. What several hosts add:
 /// - every row belongs to a tenant, and this store sees its own tenant's rows only;
 /// - a refresh is claimed with one conditional update (the lease, which is also the
 ///   write-ahead mark), and rotated tokens are saved only over the version they came from;
 /// - every change is announced with `NOTIFY`, and `observeChanges` hears the other hosts'.
-public final class PostgresAccountStore: AccountStorage {
+///
+/// Statements go through postgres-nio's `PostgresClient`, each operation under one deadline
+/// (`PostgresDatabase`): nothing waits on a thread, and nothing waits on a silent database
+/// for longer than the deadline.
+public final class PostgresAccountStore: AccountStore {
     /// The NOTIFY channel; a payload is "tenant owner account-id".
     static let channel = "blueskyd_accounts"
     /// Names the advisory lock under which one tenant's default changes take turns.
@@ -22,34 +26,46 @@ public final class PostgresAccountStore: AccountStorage {
     public let health: StoreHealth
     public let leaseOwner: String
     public var location: String { settings.location }
+    public var sharedLease: Duration? { .seconds(settings.leaseDuration) }
     let settings: PostgresStoreSettings
-    let pool: PostgresConnectionPool
+    let database: PostgresDatabase
     let sealer: SecretSealer
     let logger: Logger
     private let listener: PostgresChangeListener
+    /// Whether this host's clock drifted from the database's while running (said once per episode).
+    let clockWatch = ClockWatch()
 
-    /// Connects, brings the schema up to date (one host at a time) and starts listening for
-    /// the other hosts' changes.
-    /// - Parameter hostName: this host's name in leases and logs (several daemons on one
-    ///   machine each add their process id).
-    public init(settings: PostgresStoreSettings, key: SymmetricKey, hostName: String, logger: Logger) throws {
+    /// Connects, brings the schema up to date (one host at a time) and checks this host's clock.
+    /// - Parameter hostName: this host's name in leases and logs; a random suffix makes the
+    ///   lease owner unique to this start of this process.
+    public init(settings: PostgresStoreSettings, key: SymmetricKey, hostName: String, logger: Logger) async throws(StoreError) {
         guard key.bitCount == 256 else {
             throw StoreError.keyInvalid(path: settings.location, reason: "the store key must be 256 bits, got \(key.bitCount)")
         }
         self.settings = settings
-        self.leaseOwner = "\(hostName)/\(getpid())"
+        self.leaseOwner = "\(hostName)/\(Self.startNonce())"
         self.sealer = SecretSealer(key: key)
         self.logger = logger
         self.health = StoreHealth(logger: logger)
-        self.pool = try PostgresConnectionPool(settings: settings, logger: logger)
-        self.listener = PostgresChangeListener(pool: pool, tenant: settings.tenant, owner: leaseOwner, logger: logger)
-        do {
-            try migrate()
-            try checkClock()
+        let configuration = try PostgresConnections.clientConfiguration(settings)
+        self.database = PostgresDatabase(configuration: configuration, location: settings.location,
+                                         deadline: .seconds(settings.statementTimeout), logger: logger) {
+            await PostgresConnections.probe(settings, logger: logger)
+        }
+        self.listener = PostgresChangeListener(settings: settings, owner: leaseOwner, logger: logger,
+                                               checkInterval: .seconds(min(10, settings.leaseDuration / 4)))
+        do throws(StoreError) {
+            // A store that cannot be reached says why at start: the pool itself only waits.
+            if let reason = await PostgresConnections.probe(settings, logger: logger) {
+                throw StoreError.unreachable(location: settings.location, reason: reason)
+            }
+            try await migrate()
+            try await checkTenantRole()
+            try await sealTenantRows()
+            try await checkClock()
         } catch {
-            pool.close()
-            if let error = error as? StoreError { throw error }
-            throw StoreError.database(context: "preparing \(settings.location)", reason: PostgresErrorText.describe(error))
+            await database.close()
+            throw error
         }
         logger.info("account store opened", metadata: [
             "store": "\(settings.location)", "tenant": "\(settings.tenant)", "leaseOwner": "\(leaseOwner)",
@@ -57,48 +73,63 @@ public final class PostgresAccountStore: AccountStorage {
         ])
     }
 
-    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) {
-        listener.start(handler)
+    /// Eight random hex digits: two processes started alike (a container image, pid 1 each)
+    /// still hold leases under different names.
+    private static func startNonce() -> String {
+        String(UInt32.random(in: 0...UInt32.max), radix: 16).leftPadded(to: 8)
     }
 
-    public func close() throws {
-        listener.stop()
-        pool.close()
+    /// Starts hearing the other hosts' changes, and saying this host is alive (on the same
+    /// connection, every `beat`, with the clocks compared each time).
+    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async {
+        await listener.start(handler) { [self] connection in
+            let databaseNow = try await heartbeat(on: connection)
+            clockWatch.compare(skew: Date().timeIntervalSince(databaseNow), leaseDuration: settings.leaseDuration, logger: logger)
+        }
+    }
+
+    public func close() async {
+        await listener.stop()
+        await forgetLiveness()
+        await database.close()
     }
 
     /// Nothing to hand back: the rows live in the server.
-    public func releaseMemory() {}
+    public func releaseMemory() async {}
 
     /// The server's `synchronous_commit` on this store's connections, so tests can prove that
     /// token commits wait for the disk.
-    public func synchronousCommit() throws -> String {
-        try read("reading synchronous_commit") { session in
-            try session.run("SHOW synchronous_commit").rows.first?.decode(String.self) ?? ""
+    public func synchronousCommit() async throws(StoreError) -> String {
+        try await read("reading synchronous_commit") { session in
+            try await session.run("SHOW synchronous_commit").first?.decode(String.self) ?? ""
         }
     }
 
     // MARK: - Statements with error context
 
-    /// Runs `body` in one transaction. A lost connection starts or continues an outage in
-    /// `health`; a failure that says nothing about the database (a missing account, a taken
-    /// DID) is the caller's.
-    func write<T>(_ context: String, _ body: (PostgresSessionHandle) throws -> T) throws -> T {
+    /// Runs `body` in one transaction. A lost connection (or one closed at the deadline)
+    /// starts or continues an outage in `health`; a failure that says nothing about the
+    /// database (a missing account, a taken DID) is the caller's.
+    @discardableResult
+    func write<T: Sendable>(_ context: String, deadline: Duration? = nil,
+                            _ body: @escaping @Sendable (PostgresSession) async throws -> T) async throws(StoreError) -> T {
         if let fault = health.injectedFault {
             health.recordFailure(fault)
             throw StoreError.database(context: context, reason: fault)
         }
-        return try observe(context, isWrite: true) { try pool.transaction(body) }
+        return try await observe(context, isWrite: true) { try await self.database.transaction(deadline: deadline, body) }
     }
 
     /// Runs one or more statements outside a transaction. A read that cannot reach the
     /// database starts an outage too; only a write ends one, as with SQLite.
-    func read<T>(_ context: String, _ body: (PostgresSessionHandle) throws -> T) throws -> T {
-        try observe(context, isWrite: false) { try pool.withConnection(body) }
+    func read<T: Sendable>(_ context: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T)
+        async throws(StoreError) -> T {
+        try await observe(context, isWrite: false) { try await self.database.withConnection(body) }
     }
 
-    private func observe<T>(_ context: String, isWrite: Bool, _ body: () throws -> T) throws -> T {
+    private func observe<T>(_ context: String, isWrite: Bool, _ body: () async throws -> T) async throws(StoreError) -> T {
         do {
-            let result = try body()
+            let result = try await body()
             if isWrite { health.recordSuccess() }
             return result
         } catch let error as StoreError {
@@ -124,4 +155,10 @@ public final class PostgresAccountStore: AccountStorage {
 
     /// The prefix of this host's NOTIFY payloads; the account id follows.
     var notifyPrefix: String { "\(settings.tenant) \(leaseOwner) " }
+}
+
+extension String {
+    func leftPadded(to length: Int) -> String {
+        count >= length ? self : String(repeating: "0", count: length - count) + self
+    }
 }

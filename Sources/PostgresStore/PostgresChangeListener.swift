@@ -1,103 +1,138 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
 import Synchronization
+import WebBasics
 
-/// Hears the other hosts' changes: one connection of its own that LISTENs on the store's
-/// channel, and comes back (with backoff) when it is lost. Notifications sent while it was
-/// away are gone, so each reconnection reports `.everything`.
+/// Hears the other hosts' changes: one connection of its own (with TCP keepalive) that LISTENs
+/// on the store's channel, runs `check` (this host's heartbeat) every `checkInterval`, which
+/// must answer within `checkDeadline`, and comes back (with backoff, never longer than half a
+/// check interval, so that a host's liveness outlasts an outage) when it is lost.
+/// Notifications sent while it was away are gone, so each reconnection reports `.everything`.
+///
+/// A connection that died without a reset (a NAT that forgot it, a database host that lost
+/// power) answers nothing and is closed by the failed check: it is found within
+/// `checkInterval + checkDeadline`, not never.
 final class PostgresChangeListener: Sendable {
     private struct State {
-        var connection: PostgresConnection?
         var loop: Task<Void, Never>?
         var stopped = false
     }
 
-    private let pool: PostgresConnectionPool
-    private let tenant: String
+    private let settings: PostgresStoreSettings
     private let owner: String
     private let logger: Logger
     private let state = Mutex(State())
+    let checkInterval: Duration
+    let checkDeadline: Duration
+    private let reconnect: Backoff
 
-    init(pool: PostgresConnectionPool, tenant: String, owner: String, logger: Logger) {
-        self.pool = pool
-        self.tenant = tenant
+    init(settings: PostgresStoreSettings, owner: String, logger: Logger, checkInterval: Duration = .seconds(10),
+         checkDeadline: Duration = .seconds(5)) {
+        self.settings = settings
         self.owner = owner
         self.logger = logger
+        self.checkInterval = checkInterval
+        self.checkDeadline = min(checkDeadline, checkInterval)
+        reconnect = Backoff(initial: .milliseconds(500), maximum: max(.milliseconds(500), checkInterval / 2))
     }
 
     /// Starts listening. The first LISTEN is in place when this returns (when the database is
-    /// reachable), so a change committed after it is heard; when it is not, the reconnection
-    /// that follows reports `.everything`.
-    func start(_ handler: @escaping @Sendable (StoreChange) -> Void) {
-        let first = try? listen(handler).wait()
-        let loop = Task { [self] in await keepListening(after: first, handler) }
+    /// reachable within the check deadline), so a change committed after it is heard; when it
+    /// is not, the reconnection that follows reports `.everything`.
+    /// - Parameter check: run on the connection every `checkInterval` (this host's heartbeat);
+    ///   one that fails or does not answer in time ends the connection.
+    func start(_ handler: @escaping @Sendable (StoreChange) -> Void,
+               check: @escaping @Sendable (PostgresConnection) async throws -> Void) async {
+        let (listening, signal) = AsyncStream.makeStream(of: Void.self)
+        let loop = Task { [self] in await keepListening(handler, check: check, firstListening: signal) }
         state.withLock { $0.loop = loop }
+        // Returns at the first LISTEN, or when the first attempt failed (the loop then retries).
+        for await _ in listening { break }
     }
 
-    func stop() {
-        let (connection, loop) = state.withLock { state in
+    func stop() async {
+        let loop = state.withLock { state in
             state.stopped = true
-            return (state.connection, state.loop)
+            return state.loop
         }
         loop?.cancel()
-        try? connection?.close().wait()
+        await loop?.value
     }
 
-    private func keepListening(after first: PostgresConnection?, _ handler: @escaping @Sendable (StoreChange) -> Void) async {
-        var connection = first
-        var backoff = ConnectBackoff()
-        while !Task.isCancelled, !state.withLock({ $0.stopped }) {
-            if let connection {
-                let opened = NIODeadline.now()
-                try? await connection.closeFuture.get()
-                if Task.isCancelled || state.withLock({ $0.stopped }) { return }
-                logger.warning("lost the store connection that hears other hosts' changes; reconnecting")
+    private var stopped: Bool { state.withLock { $0.stopped } }
+
+    private func keepListening(_ handler: @escaping @Sendable (StoreChange) -> Void,
+                               check: @escaping @Sendable (PostgresConnection) async throws -> Void,
+                               firstListening: AsyncStream<Void>.Continuation) async {
+        var attempt = 0
+        var announced = false
+        while !Task.isCancelled, !stopped {
+            let opened = ContinuousClock.now
+            do {
+                try await listenOnce(check: check) {
+                    firstListening.finish()
+                    // A reconnection, or a first LISTEN after a failed start: whatever changed
+                    // while nobody listened is read again.
+                    if announced { handler(.everything) }
+                    announced = true
+                } notification: { [settings, owner] payload in
+                    if let change = Self.change(payload, tenant: settings.tenant, owner: owner) { handler(change) }
+                }
+            } catch {
+                firstListening.finish()
+                announced = true
+                if Task.isCancelled || stopped { return }
                 // A connection that dies young counts as a failure: a server or proxy that drops
                 // every LISTEN connection must not have each host read every account again
                 // several times a second.
-                if NIODeadline.now() - opened < .seconds(30) {
-                    backoff.failed(reason: "the connection closed", now: .now())
-                } else {
-                    backoff.succeeded()
+                attempt = ContinuousClock.now - opened < .seconds(30) ? attempt + 1 : 1
+                if attempt == 1 || attempt % 10 == 0 {
+                    logger.warning("lost the store connection that hears other hosts' changes; reconnecting",
+                                   metadata: ["error": "\(PostgresErrorText.describe(error))", "attempt": "\(attempt)"])
                 }
-            }
-            connection = nil
-            if let wait = backoff.remaining(now: .now()) { try? await Task.sleep(for: .nanoseconds(wait.nanoseconds)) }
-            do {
-                connection = try await listen(handler).get()
-                // Whatever changed while nobody listened is read again.
-                handler(.everything)
-                logger.notice("listening for other hosts' changes again")
-            } catch {
-                if !backoff.isFailing {
-                    logger.warning("cannot listen for other hosts' changes", metadata: [
-                        "error": "\(PostgresErrorText.describe(error))"])
-                }
-                backoff.failed(reason: PostgresErrorText.describe(error), now: .now())
+                try? await Task.sleep(for: .seconds(reconnect.delay(attempt: attempt)))
             }
         }
     }
 
-    /// One connection with the listener installed and LISTEN sent.
-    private func listen(_ handler: @escaping @Sendable (StoreChange) -> Void) -> EventLoopFuture<PostgresConnection> {
-        let tenant = tenant, owner = owner, logger = logger
-        return pool.connectDedicated(id: 0).flatMap { [self] connection in
-            connection.addListener(channel: PostgresAccountStore.channel) { _, notification in
-                if let change = Self.change(notification.payload, tenant: tenant, owner: owner) { handler(change) }
-            }
-            return connection.query("LISTEN \(unescaped: PostgresAccountStore.channel)", logger: logger).map { _ in
-                let stopped = self.state.withLock { state in
-                    state.connection = connection
-                    return state.stopped
+    /// One connection's life: connect, LISTEN, hear notifications and check the connection
+    /// until either fails. `listening` is called once the LISTEN is in place.
+    private func listenOnce(check: @escaping @Sendable (PostgresConnection) async throws -> Void, _ listening: () -> Void,
+                            notification: @escaping @Sendable (String) -> Void) async throws {
+        // Bounded by its own timeouts: 5 s for TCP, 5 s for TLS and authentication.
+        let connection = try await PostgresConnections.dedicatedConnection(settings, id: 0, logger: logger)
+        let (ready, readySignal) = AsyncStream.makeStream(of: Void.self)
+        let (interval, deadline) = (checkInterval, checkDeadline)
+        // Closed before it goes, whichever way this ends (postgres-nio insists).
+        defer { Task { try? await connection.close() } }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { readySignal.finish() }
+                try await connection.listen(on: PostgresAccountStore.channel) { notifications in
+                    readySignal.yield()
+                    for try await received in notifications { notification(received.payload) }
                 }
-                if stopped { connection.close().whenComplete { _ in } }
-                return connection
-            }.flatMapError { error in
-                connection.close().flatMapThrowing { throw error }
+                throw ListenerEnded()
             }
+            group.addTask {
+                while true {
+                    try await withDeadline(deadline) {
+                        try await check(connection)
+                    } onExpiry: { _ in connection.close().whenComplete { _ in } }
+                    try await Task.sleep(for: interval)
+                }
+            }
+            defer { group.cancelAll() }
+            // The LISTEN is in place, or it failed (the stream ends unanswered and `next`
+            // brings the failure).
+            for await _ in ready {
+                listening()
+                break
+            }
+            try await group.next()
         }
     }
 
@@ -110,5 +145,27 @@ final class PostgresChangeListener: Sendable {
             return nil
         }
         return .account(id)
+    }
+}
+
+/// The listening connection's notifications ended (the connection closed).
+private struct ListenerEnded: Error, CustomStringConvertible {
+    var description: String { "the connection closed" }
+}
+
+/// Runs `operation` within `deadline`; at the deadline `onExpiry` is told (to close what the
+/// operation waits on, which must make it end) and the call fails.
+func withDeadline<T: Sendable>(_ deadline: Duration, _ operation: @escaping @Sendable () async throws -> T,
+                               onExpiry: @escaping @Sendable (Duration) -> Void) async throws -> T {
+    try await withThrowingTaskGroup(of: T?.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: deadline)
+            return nil
+        }
+        defer { group.cancelAll() }
+        if let first = try await group.next(), let value = first { return value }
+        onExpiry(deadline)
+        throw PostgresDeadlineExceeded()
     }
 }

@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 
 /// Where the shared store is and how to reach it, from `store_url` and its companions.
@@ -38,6 +38,9 @@ public struct PostgresStoreSettings: Sendable, Equatable {
     public var leaseDuration: TimeInterval
     /// Connections to keep open for queries (the change listener has one more of its own).
     public var maxConnections: Int
+    /// How long one operation may take, waiting for a connection included, before it fails and
+    /// its connection is closed (a database that stopped answering).
+    public var statementTimeout: TimeInterval = 30
 
     public init(url: String, password: String?, tenant: String, leaseDuration: TimeInterval = 60,
                 maxConnections: Int = 4) throws(StoreError) {

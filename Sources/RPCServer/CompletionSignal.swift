@@ -17,7 +17,7 @@ final class CompletionSignal<Value: Sendable>: @unchecked Sendable {
         waiting.forEach { $0.resume(returning: newValue) }
     }
 
-    func wait() async -> Value {
+    func completion() async -> Value {
         await withCheckedContinuation { continuation in
             let ready: Value? = lock.withLock {
                 if let value { return value }

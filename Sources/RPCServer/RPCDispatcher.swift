@@ -32,15 +32,7 @@ struct RPCDispatcher: Sendable {
         case .invalid(let response):
             return response
         case .request(let request):
-            let outcome: Result<JSONValue, RPCError>
-            switch handler.placement(of: request) {
-            case .eventLoop:
-                outcome = await handler.handle(request, context: context)
-            case .concurrencyPool:
-                outcome = await withTaskExecutorPreference(globalConcurrentExecutor) {
-                    await handler.handle(request, context: context)
-                }
-            }
+            let outcome = await handler.handle(request, context: context)
             return request.id.map { RPCResponse(id: $0, outcome: outcome) }
         }
     }

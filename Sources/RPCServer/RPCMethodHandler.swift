@@ -4,26 +4,11 @@ import JSONRPC
 /// batching and reply ordering: a handler only ever sees valid requests (notifications
 /// included; their outcome is dropped) and answers `.failure(.methodNotFound(...))` for
 /// methods it does not know.
+///
+/// A handler runs on the connection's event loop (read, handled and answered on one thread, the
+/// fastest path), so it must never block a thread: every wait is an `await`.
 public protocol RPCMethodHandler: Sendable {
     func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError>
-
-    /// Where `request` is handled. The default, `.eventLoop`, suits handlers that never block.
-    func placement(of request: RPCRequest) -> RPCHandlerPlacement
-}
-
-extension RPCMethodHandler {
-    public func placement(of request: RPCRequest) -> RPCHandlerPlacement { .eventLoop }
-}
-
-/// Where a handler runs.
-public enum RPCHandlerPlacement: Sendable {
-    /// On the connection's NIO event loop: read, handled and answered on one thread, the
-    /// fastest path. Only for work that never blocks the thread (no file or database I/O):
-    /// every connection on that loop waits while it runs.
-    case eventLoop
-    /// On Swift's concurrency pool: for handlers that may block (a database write with its
-    /// fsync), so that no event loop waits on them.
-    case concurrencyPool
 }
 
 /// The process at the other end of a connection, from `SO_PEERCRED` (as it was at connect time).

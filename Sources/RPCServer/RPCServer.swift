@@ -77,7 +77,7 @@ public final class RPCServer: Sendable {
         // Not `work.value`: after the grace period a handler that ignores cancellation must
         // not keep the daemon from stopping.
         let acceptFailure = await withTaskCancellationHandler {
-            await finished.wait()
+            await finished.completion()
         } onCancel: {
             shutdownGracefully()
         }

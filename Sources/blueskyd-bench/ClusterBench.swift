@@ -44,7 +44,7 @@ struct ClusterBench {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             progress.say("cluster: starting PostgreSQL and a testbed whose token endpoint answers after \(options.refreshLatencyMilliseconds) ms")
-            let started = try ClusterDatabase.start(directory: directory)
+            let started = try await ClusterDatabase.start(directory: directory)
             database = started
             let testbed = try await StartedUpstream.start(
                 directory: directory + "/testbed",
@@ -62,7 +62,7 @@ struct ClusterBench {
             Watchdog.untrack(host.pid)
         }
         await upstream?.stop()
-        database?.stop()
+        await database?.stop()
         return result
     }
 
@@ -84,10 +84,10 @@ struct ClusterBench {
         let idle = max(0, options.clusterAccounts - storm - failover)
         var clock = ContinuousClock.now
         progress.say("cluster: writing \(idle) idle and \(storm + failover) refreshable accounts into PostgreSQL")
-        try database.seedIdle(count: idle, pdsURL: upstream.info.pdsURL, progress: progress)
+        try await database.seedIdle(count: idle, pdsURL: upstream.info.pdsURL, progress: progress)
         let (issuer, pds) = (upstream.info.oauthIssuer, upstream.info.pdsURL)
-        let stormIDs = try database.seedRefreshable(sessions: sessions[0..<storm], keys: keys[0..<storm], issuer: issuer, pdsURL: pds)
-        let failoverIDs = try database.seedRefreshable(sessions: sessions[storm...], keys: keys[storm...], issuer: issuer, pdsURL: pds)
+        let stormIDs = try await database.seedRefreshable(sessions: sessions[0..<storm], keys: keys[0..<storm], issuer: issuer, pdsURL: pds)
+        let failoverIDs = try await database.seedRefreshable(sessions: sessions[storm...], keys: keys[storm...], issuer: issuer, pdsURL: pds)
         result.seedSeconds = lap(&clock)
 
         hosts = try await startHosts(database: database, upstream: upstream.info, directory: directory)
@@ -100,7 +100,7 @@ struct ClusterBench {
         // The storm: every refreshable account due at once.
         progress.say("cluster: \(storm) accounts due at once")
         let stormStart = Date()
-        try database.seeding.makeDue(stormIDs)
+        try await database.seeding.makeDue(stormIDs)
         try await waitForRefreshes(upstream: upstream, target: storm, limit: Self.stormTimeout(options))
         // The testbed counts a refresh before the host has saved its tokens: wait for the saves.
         result.rotatedByHost = try await rotations(of: hosts, atLeast: storm)
@@ -111,7 +111,7 @@ struct ClusterBench {
 
         // Failover: a second storm, and one host killed when a third of it is done.
         progress.say("cluster: \(failover) accounts due at once; one host is SIGKILLed a third of the way")
-        try database.seeding.makeDue(failoverIDs)
+        try await database.seeding.makeDue(failoverIDs)
         try await waitForRefreshes(upstream: upstream, target: storm + failover / 3, limit: Self.stormTimeout(options))
         let killed = hosts.removeLast()
         let killedAt = Date()

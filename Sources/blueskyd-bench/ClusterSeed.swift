@@ -15,11 +15,11 @@ struct ClusterDatabase {
     let seeding: SeededSharedStore
     var keyHex: String { seeding.keyHex }
 
-    static func start(directory: String) throws -> ClusterDatabase {
+    static func start(directory: String) async throws -> ClusterDatabase {
         let server = try PostgresServer.start(in: directory + "/postgres")
         do {
             let (url, password) = try SharedStoreHosts.createDatabase(on: server)
-            let seeding = try SeededSharedStore(url: url, password: password, tenant: tenant,
+            let seeding = try await SeededSharedStore(url: url, password: password, tenant: tenant,
                                                 keyDirectory: directory + "/seeding")
             return ClusterDatabase(server: server, url: url, password: password, seeding: seeding)
         } catch {
@@ -28,8 +28,8 @@ struct ClusterDatabase {
         }
     }
 
-    func stop() {
-        seeding.close()
+    func stop() async {
+        await seeding.close()
         server.destroy()
     }
 
@@ -41,9 +41,9 @@ struct ClusterDatabase {
 
     /// Idle app-password accounts (tokens valid for a day), due when blueskyd would refresh
     /// them: 6 minutes before their expiry.
-    func seedIdle(count: Int, pdsURL: String, progress: ProgressLog) throws {
+    func seedIdle(count: Int, pdsURL: String, progress: ProgressLog) async throws {
         let now = Date()
-        try seeding.write(count: count, batchSize: FakeAccounts.batchSize, account: { index in
+        try await seeding.write(count: count, batchSize: FakeAccounts.batchSize, account: { index in
             var account = FakeAccounts.account(index: index, pdsURL: pdsURL, now: now)
             account.record.isDefault = false  // a default goes one row per statement
             return account
@@ -54,9 +54,9 @@ struct ClusterDatabase {
 
     /// OAuth accounts for minted sessions, not due until `makeDue` says so.
     func seedRefreshable(sessions: ArraySlice<MintedOAuthSession>, keys: ArraySlice<DPoPKey>, issuer: String,
-                         pdsURL: String) throws -> [UUID] {
+                         pdsURL: String) async throws -> [UUID] {
         let (sessions, keys) = (Array(sessions), Array(keys))
-        return try seeding.write(count: sessions.count, batchSize: FakeAccounts.batchSize, account: { index in
+        return try await seeding.write(count: sessions.count, batchSize: FakeAccounts.batchSize, account: { index in
             SeededOAuthAccounts.account(sessions[index], key: keys[index], isDefault: false, issuer: issuer, pdsURL: pdsURL,
                                         issuedAt: sessions[index].accessExpiresAt.addingTimeInterval(-RefreshCapacityBench.seededTokenAge))
         }, due: { _ in .distantFuture })

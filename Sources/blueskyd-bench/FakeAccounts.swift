@@ -1,4 +1,5 @@
-import BlueskyStore
+import AccountStoreCore
+import SQLiteStore
 import Foundation
 import Logging
 import WebBasics
@@ -9,24 +10,29 @@ enum FakeAccounts {
     static let batchSize = 5_000
 
     /// Writes `count` accounts into `<stateDirectory>`.
-    static func seed(stateDirectory: String, count: Int, pdsURL: String) throws {
+    static func seed(stateDirectory: String, count: Int, pdsURL: String) async throws {
         let now = Date()
-        try write(stateDirectory: stateDirectory, count: count) { account(index: $0, pdsURL: pdsURL, now: now) }
+        try await write(stateDirectory: stateDirectory, count: count) { account(index: $0, pdsURL: pdsURL, now: now) }
     }
 
     /// Writes accounts `0..<count`, made by `account`, into `<stateDirectory>` in batches, with the
     /// key at `<stateDirectory>/store.key` (both created when missing: blueskyd reads exactly that file).
     static func write(stateDirectory: String, count: Int,
-                      account: (Int) -> (record: AccountRecord, secrets: AccountSecrets)) throws {
+                      account: (Int) -> (record: AccountRecord, secrets: AccountSecrets)) async throws {
         let directory = URL(fileURLWithPath: stateDirectory)
         let logger = Logger(label: "blueskyd-bench.store", factory: { _ in SwiftLogNoOpLogHandler() })
         do {
             let key = try StoreKey.load(keyFile: directory.appendingPathComponent("store.key"), environment: [:])
-            let store = try AccountStore(directory: directory, key: key, logger: logger)
-            defer { try? store.close() }
-            for start in stride(from: 0, to: count, by: batchSize) {
-                try store.insert(contentsOf: (start..<min(count, start + batchSize)).map(account))
+            let store = try SQLiteAccountStore(directory: directory, key: key, logger: logger)
+            do {
+                for start in stride(from: 0, to: count, by: batchSize) {
+                    try await store.insert(contentsOf: (start..<min(count, start + batchSize)).map(account))
+                }
+            } catch {
+                await store.close()
+                throw error
             }
+            await store.close()
         } catch {
             throw BenchError.storeFailed(describe(error))
         }

@@ -19,7 +19,7 @@ struct MemoryBench {
         progress.say("memory: writing \(count) accounts into a fresh store")
         let seedStart = ContinuousClock.now
         do {
-            try FakeAccounts.seed(stateDirectory: directory + "/state", count: count, pdsURL: pdsURL)
+            try await FakeAccounts.seed(stateDirectory: directory + "/state", count: count, pdsURL: pdsURL)
         } catch {
             result.error = describe(error)
             return result

@@ -9,9 +9,9 @@ enum OAuthFakeAccounts {
     /// Writes one account per minted session into `<stateDirectory>` (see `FakeAccounts.write`);
     /// `issuedAt` as `SeededOAuthAccounts.account` says.
     static func seed(stateDirectory: String, sessions: [MintedOAuthSession], keys: [DPoPKey], issuer: String,
-                     pdsURL: String, issuedAt: (MintedOAuthSession) -> Date) throws {
+                     pdsURL: String, issuedAt: (MintedOAuthSession) -> Date) async throws {
         precondition(sessions.count == keys.count)
-        try FakeAccounts.write(stateDirectory: stateDirectory, count: sessions.count) { index in
+        try await FakeAccounts.write(stateDirectory: stateDirectory, count: sessions.count) { index in
             SeededOAuthAccounts.account(sessions[index], key: keys[index], isDefault: index == 0, issuer: issuer,
                                         pdsURL: pdsURL, issuedAt: issuedAt(sessions[index]))
         }

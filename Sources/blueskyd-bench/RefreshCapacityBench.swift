@@ -84,7 +84,7 @@ struct RefreshCapacityBench {
 
         let directory = workDirectory + "/refresh"
         progress.say("refresh-capacity: writing \(count) OAuth accounts into a fresh store")
-        try OAuthFakeAccounts.seed(stateDirectory: directory + "/state", sessions: sessions, keys: keys,
+        try await OAuthFakeAccounts.seed(stateDirectory: directory + "/state", sessions: sessions, keys: keys,
                                    issuer: upstream.info.oauthIssuer, pdsURL: upstream.info.pdsURL) {
             $0.accessExpiresAt.addingTimeInterval(-Self.seededTokenAge)
         }

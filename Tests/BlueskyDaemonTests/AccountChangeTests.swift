@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Testing
 

@@ -1,6 +1,6 @@
 import ATOAuth
 @testable import BlueskyDaemon
-import BlueskyStore
+import AccountStoreCore
 import Crypto
 import Foundation
 import Logging
@@ -115,37 +115,39 @@ struct OAuthClientSettingsTests {
     }
 
     @Test("a confidential client gets its key at first start; rotation keeps the keys of logins in progress, then drops unused ones")
-    func keyRotation() throws {
+    func keyRotation() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("client-keys-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let store = try AccountStore(directory: directory, key: SymmetricKey(size: .bits256), logger: .init(label: "test"))
+        let store = MemoryAccountStore()
         let settings = try Self.settings("""
             oauth_client_id = "https://example.com/client.json"
             oauth_redirect_uri = "https://example.com/callback"
             oauth_client_auth = "private_key_jwt"
             """)
-        let identity = try OAuthClientIdentity.load(settings: settings, store: store, now: Date(), logger: .init(label: "test"))
+        let identity = try await OAuthClientIdentity.load(settings: settings, store: store, now: Date(), logger: .init(label: "test"))
         let first = try #require(identity.signingKeys.first?.keyID)
         #expect(first.hasPrefix("blueskyd-") && identity.signingKeys.count == 1)
-        let again = try OAuthClientIdentity.load(settings: settings, store: store, now: Date(), logger: .init(label: "test"))
+        let again = try await OAuthClientIdentity.load(settings: settings, store: store, now: Date(), logger: .init(label: "test"))
         #expect(again.signingKeys.map(\.keyID) == [first], "the same key at the next start")
 
         // A login in progress reserved the first key: a rotation keeps it.
         let inProgress = try identity.loginClient(listenerPort: nil, scope: nil)
         #expect(inProgress.keyID == first)
-        let (second, removedNone) = try identity.rotateKey(store: store, now: Date())
+        let (second, removedNone) = try await identity.rotateKey(store: store, now: Date())
         #expect(removedNone.isEmpty && identity.signingKeys.map(\.keyID) == [first, second])
         let next = try identity.loginClient(listenerPort: nil, scope: nil)
         #expect(next.keyID == second, "the new key signs new logins")
         identity.release(next.keyID)
         // Once that login ended (and stored no session), the next rotation drops both.
         identity.release(inProgress.keyID)
-        let (third, removed) = try identity.rotateKey(store: store, now: Date())
+        let (third, removed) = try await identity.rotateKey(store: store, now: Date())
         #expect(Set(removed) == [first, second] && identity.signingKeys.map(\.keyID) == [third])
-        #expect(try store.clientKeys().map(\.keyID) == [third])
+        #expect(try await store.clientKeys().map(\.keyID) == [third])
 
         let loopback = OAuthClientIdentity(settings: OAuthClientSettings(), keys: [])
-        #expect { try loopback.rotateKey(store: store, now: Date()) } throws: { "\($0)".contains("not configured as a confidential") }
+        await #expect { try await loopback.rotateKey(store: store, now: Date()) } throws: {
+            "\($0)".contains("not configured as a confidential")
+        }
     }
 }

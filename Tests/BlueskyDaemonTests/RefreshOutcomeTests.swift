@@ -1,7 +1,8 @@
 import ATOAuth
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Testing
+import WebBasics
 import XRPC
 @testable import BlueskyDaemon
 

@@ -17,7 +17,7 @@ struct RefreshSchedulerTests {
 
         init(hostOf: [UUID: String] = [:]) { self.hostOf = hostOf }
 
-        func refresh(_ id: UUID) async -> Date? {
+        func refresh(_ id: UUID) async {
             let host = hostOf[id] ?? "-"
             state.withLock {
                 $0.running += 1; $0.mostAtOnce = max($0.mostAtOnce, $0.running)
@@ -26,7 +26,6 @@ struct RefreshSchedulerTests {
             }
             try? await Task.sleep(for: .milliseconds(20))
             state.withLock { $0.order.append(id); $0.running -= 1; $0.runningByHost[host]! -= 1 }
-            return nil
         }
 
         func waitFor(count: Int) async {
@@ -38,7 +37,7 @@ struct RefreshSchedulerTests {
 
     @Test("accounts are refreshed in due order; a reschedule replaces the old entry; nil removes it")
     func dueOrder() async {
-        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perHost: 1), now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perServer: 1), now: { Date() })
         let recorder = Recorder()
         let (a, b, c, moved, removed) = (UUID(), UUID(), UUID(), UUID(), UUID())
         let now = Date()
@@ -49,20 +48,20 @@ struct RefreshSchedulerTests {
         await scheduler.schedule(moved, at: now.addingTimeInterval(0.40))
         await scheduler.schedule(removed, at: now.addingTimeInterval(0.15))
         await scheduler.schedule(removed, at: Date?.none)
-        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        let running = Task { await scheduler.run { id, _ in await recorder.refresh(id) } }
         await recorder.waitFor(count: 4)
         running.cancel()
         await running.value
         #expect(recorder.order == [b, c, a, moved])
-        #expect(await scheduler.nextDue() == nil, "nothing is left: each action answered nil")
+        #expect(await scheduler.nextDue() == nil, "nothing is left: no upkeep asked for another date")
     }
 
     @Test("no more than maxConcurrent refreshes run at once, and all of them run")
     func concurrencyLimit() async {
-        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 3, perHost: 3), now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 3, perServer: 3), now: { Date() })
         let recorder = Recorder()
         for _ in 0..<20 { await scheduler.schedule(UUID(), at: Date()) }
-        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        let running = Task { await scheduler.run { id, _ in await recorder.refresh(id) } }
         await recorder.waitFor(count: 20)
         running.cancel()
         await running.value
@@ -73,12 +72,12 @@ struct RefreshSchedulerTests {
 
     @Test("a slow server holds at most its per-host share; the others' accounts keep the rest of the slots")
     func perHostLimit() async {
-        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 6, perHost: 2), now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 6, perServer: 2), now: { Date() })
         var hostOf: [UUID: String] = [:]
         for index in 0..<30 { hostOf[UUID()] = index % 3 == 0 ? "https://slow.example" : "https://pds\(index % 3).example" }
         let recorder = Recorder(hostOf: hostOf)
-        for (id, host) in hostOf { await scheduler.schedule(id, at: Date(), host: host) }
-        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        for (id, host) in hostOf { await scheduler.schedule(id, at: Date(), server: host) }
+        let running = Task { await scheduler.run { id, _ in await recorder.refresh(id) } }
         await recorder.waitFor(count: 30)
         running.cancel()
         await running.value
@@ -90,13 +89,13 @@ struct RefreshSchedulerTests {
 
     @Test("after downtime the most overdue accounts go first, whatever order they were scheduled in")
     func mostUrgentFirst() async {
-        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perHost: 1), now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perServer: 1), now: { Date() })
         let recorder = Recorder()
         let now = Date()
         let ids = (0..<8).map { _ in UUID() }
         // Scheduled newest-overdue first; due dates from 8 to 1 minutes ago.
         for (index, id) in ids.enumerated() { await scheduler.schedule(id, at: now.addingTimeInterval(Double(index - 8) * 60)) }
-        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        let running = Task { await scheduler.run { id, _ in await recorder.refresh(id) } }
         await recorder.waitFor(count: 8)
         running.cancel()
         await running.value
@@ -110,10 +109,12 @@ struct RefreshSchedulerTests {
         let runs = Mutex<[(start: ContinuousClock.Instant, end: ContinuousClock.Instant)]>([])
         await scheduler.schedule(id, at: Date())
         let running = Task {
-            await scheduler.run { _ in
+            await scheduler.run { id, _ in
                 let start = ContinuousClock.now
                 runs.withLock { $0.append((start, .now)) }
-                return Date.distantPast
+                // An upkeep that ends asking for a date long past.
+                scheduler.note(id, AccountLifecycle.Due(date: .distantPast, isLocal: false, decidedHere: true, version: 1),
+                               server: "https://pds.test")
             }
         }
         let deadline = ContinuousClock.now + .seconds(30)

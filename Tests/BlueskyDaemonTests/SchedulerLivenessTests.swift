@@ -6,10 +6,10 @@ import Testing
 struct SchedulerLivenessTests {
     @Test("a probe is answered by the running loop, even when nothing is due for an hour; not when it is stopped")
     func probe() async {
-        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perHost: 1), now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perServer: 1), now: { Date() })
         #expect(await scheduler.probe() == false, "no loop, no proof of life")
         await scheduler.schedule(UUID(), at: Date().addingTimeInterval(3600))
-        let running = Task { await scheduler.run { _ in Date?.none } }
+        let running = Task { await scheduler.run { _, _ in } }
         let deadline = ContinuousClock.now + .seconds(60)
         var alive = false
         while !alive, ContinuousClock.now < deadline {
@@ -34,11 +34,11 @@ struct SchedulerLivenessTests {
 
     @Test("raising max_concurrent_refreshes while running lets more refreshes run at once")
     func raiseLimit() async {
-        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perHost: 1), now: { Date() })
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perServer: 1), now: { Date() })
         let recorder = RefreshSchedulerTests.Recorder()
         for _ in 0..<40 { await scheduler.schedule(UUID(), at: Date()) }
-        await scheduler.setLimits(RefreshLimits(overall: 4, perHost: 4))
-        let running = Task { await scheduler.run { await recorder.refresh($0) } }
+        await scheduler.setLimits(RefreshLimits(overall: 4, perServer: 4))
+        let running = Task { await scheduler.run { id, _ in await recorder.refresh(id) } }
         await recorder.waitFor(count: 40)
         running.cancel()
         await running.value

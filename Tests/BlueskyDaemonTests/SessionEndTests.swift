@@ -1,5 +1,5 @@
 @testable import BlueskyDaemon
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Testing
 

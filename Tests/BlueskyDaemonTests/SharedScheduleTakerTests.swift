@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Logging
 import Synchronization
@@ -22,19 +22,23 @@ struct SharedScheduleTakerTests {
         let state = Mutex(State())
         let lease: TimeInterval = 60
 
-        func setRefreshDue(_ dates: [(id: UUID, due: Date?)]) throws {
-            try state.withLock { state in
+        func setRefreshDue(_ dates: [ScheduledDate]) throws(StoreError) {
+            try state.withLock { state throws(StoreError) in
                 if state.failWrites > 0 {
                     state.failWrites -= 1
                     state.failedWrites += 1
                     throw StoreError.database(context: "recording due dates", reason: "database or disk is full")
                 }
-                for (id, due) in dates { state.due[id] = due }
+                for date in dates { state.due[date.id] = date.due }
             }
         }
 
-        func takeDueRefreshes(limit: Int, at now: Date) throws -> [UUID] {
-            try state.withLock { state in
+        func setDue(_ ids: [UUID], at date: Date) {
+            state.withLock { state in for id in ids { state.due[id] = date } }
+        }
+
+        func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) throws(StoreError) -> [UUID] {
+            try state.withLock { state throws(StoreError) in
                 if state.failTakes > 0 {
                     state.failTakes -= 1
                     state.failedTakes += 1
@@ -46,7 +50,9 @@ struct SharedScheduleTakerTests {
             }
         }
 
-        func nextRefreshDue() throws -> Date? { state.withLock { $0.due.values.min() } }
+        func nextRefreshDue() throws(StoreError) -> Date? { state.withLock { $0.due.values.min() } }
+
+        func repairMissingDueDates(at now: Date) throws(StoreError) -> Int { 0 }
     }
 
     /// The accounts one host refreshed, in order.
@@ -67,18 +73,20 @@ struct SharedScheduleTakerTests {
         /// takes any): a taken account the host does not know waits out the lease.
         init(schedule: MemorySchedule, accounts: [UUID], next: Date) async {
             let dates = self.dates
-            let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 4, perHost: 4), now: { Date() }, sharedDates: dates)
+            let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 4, perServer: 4), now: { Date() }, shared: dates)
             self.scheduler = scheduler
-            await scheduler.scheduleAll(accounts.map { ($0, Date(), "https://pds.test") })
+            for id in accounts { await scheduler.know(id, server: "https://pds.test") }
             let refreshed = self.refreshed
             let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: Logger(label: "test"),
                                             now: { Date() }, longestSleep: 0.2, pauseWhenFull: 0.01)
             tasks = [
                 Task {
-                    await scheduler.run { id in
+                    await scheduler.run { id, call in
                         try? await Task.sleep(for: .milliseconds(5))
                         refreshed.append(id)
-                        return next
+                        // What a session's upkeep tells when it ends: its next date, its own decision.
+                        scheduler.note(id, AccountLifecycle.Due(date: next, isLocal: false, decidedHere: true, version: 1),
+                                       server: "https://pds.test")
                     }
                 },
                 Task { await taker.run() },
@@ -98,7 +106,7 @@ struct SharedScheduleTakerTests {
         let schedule = MemorySchedule()
         let accounts = (0..<300).map { _ in UUID() }
         let next = Date().addingTimeInterval(3600)
-        try schedule.setRefreshDue(accounts.map { ($0, Date()) })
+        schedule.setDue(accounts, at: Date())
         var hosts: [Host] = []
         for _ in 0..<3 { hosts.append(await Host(schedule: schedule, accounts: accounts, next: next)) }
         let done = try await eventually(timeout: .seconds(60)) {
@@ -116,21 +124,24 @@ struct SharedScheduleTakerTests {
     func failingStore() async throws {
         let schedule = MemorySchedule()
         let account = UUID()
-        try schedule.setRefreshDue([(account, Date())])
+        schedule.setDue([account], at: Date())
         schedule.state.withLock { $0.failTakes = 3 }
         let host = await Host(schedule: schedule, accounts: [account], next: Date().addingTimeInterval(600))
         let refreshed = try await eventually(timeout: .seconds(60)) { host.refreshed.all.count == 1 }
         let failures = schedule.state.withLock { $0.failedTakes }
+        let written = try await eventually(timeout: .seconds(60)) {
+            schedule.state.withLock { $0.due[account] }.map { $0.timeIntervalSinceNow > 500 } == true
+        }
         await host.stop()
         #expect(refreshed && failures == 3)
-        #expect(schedule.state.withLock { $0.due[account] }.map { $0.timeIntervalSinceNow > 500 } == true)
+        #expect(written, "the next date reached the shared schedule")
     }
 
     @Test("a store that refuses the next dates: they are kept and written once it takes them, nothing refreshed twice")
     func failingWrites() async throws {
         let schedule = MemorySchedule()
         let accounts = (0..<3).map { _ in UUID() }
-        try schedule.setRefreshDue(accounts.map { ($0, Date()) })
+        schedule.setDue(accounts, at: Date())
         schedule.state.withLock { $0.failWrites = 2 }
         let next = Date().addingTimeInterval(600)
         let host = await Host(schedule: schedule, accounts: accounts, next: next)

@@ -1,7 +1,8 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Synchronization
 import Testing
+import WebBasics
 @testable import BlueskyDaemon
 
 /// Another host's change this host could not read (its store call failed while the listening

@@ -1,5 +1,6 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
+import WebBasics
 
 /// Other hosts' changes this host could not read yet, tried again with backoff until they go
 /// through. Repeats of one account fold into one; past `limit` accounts, one full read of the
@@ -44,7 +45,7 @@ actor StoreChangeRetries {
         for await _ in wakes {
             while !isEmpty, !Task.isCancelled {
                 attempt += 1
-                try? await Task.sleep(for: .seconds(backoff.delay(attempt: attempt, serverAsked: nil)))
+                try? await Task.sleep(for: .seconds(backoff.delay(attempt: attempt)))
                 guard !Task.isCancelled else { return }
                 var failed = false
                 for change in takeAll() where !(await apply(change)) {

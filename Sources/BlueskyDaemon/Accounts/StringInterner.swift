@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 
 /// Makes equal strings share one storage. Accounts loaded from the store each get their own
 /// copy of strings most of them have in common (the PDS URL, the authorization server's

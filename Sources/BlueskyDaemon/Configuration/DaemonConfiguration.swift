@@ -2,6 +2,7 @@ import Foundation
 import JSONRPC
 import Logging
 import SystemdGlue
+import WebBasics
 
 /// Everything blueskyd can be told, with its defaults.
 ///
@@ -39,7 +40,12 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var logTarget: LogTarget
     /// The refresh concurrency caps, as the scheduler takes them.
     var refreshLimits: RefreshLimits {
-        RefreshLimits(overall: maxConcurrentRefreshes, perHost: min(maxConcurrentRefreshesPerHost, maxConcurrentRefreshes))
+        RefreshLimits(overall: maxConcurrentRefreshes, perServer: min(maxConcurrentRefreshesPerHost, maxConcurrentRefreshes))
+    }
+
+    /// The rules an account's dates follow.
+    var lifecycleRules: AccountLifecycle.Rules {
+        AccountLifecycle.Rules(refreshAhead: refreshAhead, backoff: Backoff(initial: retryInitial, maximum: retryMax))
     }
 
     /// The OAuth client blueskyd presents (loopback by default; hosted or confidential when set).
@@ -73,7 +79,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         retryInitial = .seconds(5)
         retryMax = .seconds(600)
         maxConcurrentRefreshes = RefreshLimits.default.overall
-        maxConcurrentRefreshesPerHost = RefreshLimits.default.perHost
+        maxConcurrentRefreshesPerHost = RefreshLimits.default.perServer
         upstreamTimeout = .seconds(30)
         logLevel = .info
         logTarget = .auto

@@ -1,5 +1,5 @@
 import ATOAuth
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 
 /// Which OAuth client blueskyd presents to authorization servers (the `oauth_*` keys).

@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import JSONRPC
 
@@ -55,20 +55,48 @@ extension AccountRecord {
 }
 
 extension AccountSession {
-    /// The one place a change of the record fans out from: the registry's indexes and counts
-    /// follow it, then its events are published.
-    func recordDidChange(from old: AccountRecord) {
-        guard environment.registry.recordChanged(self, from: old, to: record) else { return }
-        let changes = AccountChange.between(old, record, newSession: replacingSession, retryAt: retryAt)
+    /// The events a change of the record stands for, published with the account as it now is.
+    /// The registry's indexes and counts follow first. A session removed meanwhile (a refresh
+    /// finishing after a logout) publishes nothing.
+    func recordDidChange(from old: AccountRecord, newSession: Bool) {
+        guard old != state.record else { return }
+        guard environment.registry.recordChanged(self, from: old, to: state.record) else { return }
+        let changes = AccountChange.between(old, state.record, newSession: newSession, retryAt: state.retryAt)
         guard !changes.isEmpty else { return }
         let view = view()
         for change in changes {
-            environment.events.publish(change.kind, account: record.eventKeys, view: view, fields: change.fields)
+            environment.events.publish(change.kind, account: state.record.eventKeys, view: view, fields: change.fields)
         }
     }
 
     /// Publishes an event about this account that no record change carries.
     func publish(_ kind: EventKind, fields: [String: JSONValue] = [:]) {
-        environment.events.publish(kind, account: record.eventKeys, view: view(), fields: fields)
+        environment.events.publish(kind, account: state.record.eventKeys, view: view(), fields: fields)
+    }
+
+    /// Logs what a transition meant.
+    func log(_ note: AccountLifecycle.Note) {
+        switch note {
+        case .refreshed(let renamed):
+            logger.info("session refreshed", metadata: ["outcome": "refreshed"])
+            if let renamed { logger.notice("the server reports a new handle", metadata: ["handle": "\(renamed)"]) }
+        case .retrying(let reason, let delay):
+            logger.warning("refresh failed, will retry", metadata: [
+                "outcome": "retrying", "reason": "\(reason)", "retryInSeconds": "\(Int(delay.rounded(.up)))",
+            ])
+        case .needsLogin(let reason):
+            logger.error("session rejected; the account needs a new login", metadata: ["outcome": "needs-login", "reason": "\(reason)"])
+        case .saveRefused(let reason, let delay):
+            logger.warning("the store refused the rotated tokens; they are kept in memory and saved again", metadata: [
+                "outcome": "save-refused", "reason": "\(reason)", "retryInSeconds": "\(Int(delay.rounded(.up)))",
+            ])
+        case .adoptedNewerTokens:
+            logger.debug("took over newer tokens another host stored", metadata: ["outcome": "adopted"])
+        case .savedOverByAnotherHost:
+            logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
+                           metadata: ["outcome": "superseded"])
+        case .movedAway, .recordAltered:
+            break
+        }
     }
 }

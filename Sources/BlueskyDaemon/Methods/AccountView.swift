@@ -1,4 +1,4 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import JSONRPC
 
@@ -59,7 +59,9 @@ enum ProfileView {
 }
 
 extension AccountSession {
+    /// The account as replies and events show it: `nextRefreshAt` is the date the scheduler
+    /// holds, not one worked out again.
     func view() -> JSONValue {
-        AccountView.json(record, nextRefreshAt: nextRefreshDate(), refreshInterruptedAt: interruptedRefresh?.at)
+        AccountView.json(state.record, nextRefreshAt: state.due, refreshInterruptedAt: state.trouble.interrupted?.at)
     }
 }

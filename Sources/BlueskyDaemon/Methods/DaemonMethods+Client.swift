@@ -10,16 +10,16 @@ extension DaemonMethods {
         switch method {
         case "oauth.clientMetadata":
             try params.allowOnly([])
-            return .object(try clientMetadataReply(client))
+            return .object(try await clientMetadataReply(client))
         case "oauth.rotateClientKey":
             try params.allowOnly([])
             // Logins abandoned long ago give their key back first.
             accounts.pruneFinishedLogins()
-            let (added, removed) = try client.rotateKey(store: accounts.store, now: accounts.environment.now())
+            let (added, removed) = try await client.rotateKey(store: accounts.store, now: accounts.environment.now())
             logger.notice("rotated the OAuth client's signing key; publish the client metadata again", metadata: [
                 "kid": "\(added)", "removed": "\(removed.joined(separator: ","))",
             ])
-            var reply = try clientMetadataReply(client)
+            var reply = try await clientMetadataReply(client)
             reply["addedKeyID"] = .string(added)
             reply["removedKeyIDs"] = .array(removed.map(JSONValue.string))
             return .object(reply)
@@ -30,7 +30,7 @@ extension DaemonMethods {
 
     /// The client's kind, id and redirect, the document to publish at the client_id URL (null
     /// for the loopback client), and a confidential client's JWKS and keys.
-    private func clientMetadataReply(_ client: OAuthClientIdentity) throws(DaemonError) -> [String: JSONValue] {
+    private func clientMetadataReply(_ client: OAuthClientIdentity) async throws(DaemonError) -> [String: JSONValue] {
         let settings = client.settings
         let document: ClientMetadataDocument?
         do {
@@ -51,7 +51,7 @@ extension DaemonMethods {
             reply["document"] = (try? JSONValue(encoding: document)) ?? .null
         }
         if settings.authentication == .privateKeyJWT {
-            let inUse = (try? accounts.store.clientKeyIDsInUse()) ?? []
+            let inUse = (try? await accounts.store.clientKeyIDsInUse()) ?? []
             let keys = client.signingKeys
             reply["jwks"] = (try? JSONValue(encoding: JWKSet(keys: keys.map(\.jwk)))) ?? .null
             reply["keys"] = .array(keys.enumerated().map { index, key in

@@ -21,17 +21,6 @@ struct DaemonMethods: RPCMethodHandler {
         }
     }
 
-    /// Proxied calls and the in-memory reads stay on the event loop (the hot path); every
-    /// method that writes the store runs on the concurrency pool, off the event loops.
-    func placement(of request: RPCRequest) -> RPCHandlerPlacement {
-        switch request.method {
-        case "xrpc.call", "daemon.info", "daemon.status", "accounts.list", "events.subscribe", "events.unsubscribe":
-            .eventLoop
-        default:
-            .concurrencyPool
-        }
-    }
-
     private func dispatch(_ request: RPCRequest, context: RPCCallContext) async throws(DaemonError) -> JSONValue {
         if isStopping() { throw .shuttingDown }
         let params = try Params(request.params)

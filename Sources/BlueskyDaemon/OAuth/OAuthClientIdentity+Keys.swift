@@ -1,5 +1,5 @@
 import ATOAuth
-import BlueskyStore
+import AccountStoreCore
 import Crypto
 import DPoP
 import Foundation
@@ -10,8 +10,8 @@ import Logging
 extension OAuthClientIdentity {
     /// The identity for `settings`, with every stored key. A confidential client without a key
     /// gets its first one now, so its JWKS can be published before the first login.
-    static func load(settings: OAuthClientSettings, store: any AccountStorage, now: Date, logger: Logger) throws -> OAuthClientIdentity {
-        var keys = try store.clientKeys().map { stored in
+    static func load(settings: OAuthClientSettings, store: any AccountStore, now: Date, logger: Logger) async throws -> OAuthClientIdentity {
+        var keys = try await store.clientKeys().map { stored in
             do {
                 return try ClientSigningKey(keyID: stored.keyID, rawRepresentation: stored.privateKey)
             } catch {
@@ -19,7 +19,7 @@ extension OAuthClientIdentity {
             }
         }
         if settings.authentication == .privateKeyJWT && keys.isEmpty {
-            let key = try createKey(store: store, now: now)
+            let key = try await createKey(store: store, now: now)
             logger.notice("created the OAuth client's signing key; publish the client metadata again (bskyctl client-metadata)",
                           metadata: ["kid": "\(key.keyID)"])
             keys.append(key)
@@ -29,32 +29,33 @@ extension OAuthClientIdentity {
 
     /// A new ES256 key, stored before it is used. Its `kid` is derived from its thumbprint, so
     /// two keys never share one.
-    static func createKey(store: any AccountStorage, now: Date) throws -> ClientSigningKey {
+    static func createKey(store: any AccountStore, now: Date) async throws -> ClientSigningKey {
         let privateKey = P256.Signing.PrivateKey()
         let thumbprint = PublicJWK(publicKey: privateKey.publicKey).thumbprint
         let key = ClientSigningKey(keyID: "blueskyd-" + thumbprint.prefix(16), privateKey: privateKey)
-        try store.addClientKey(StoredClientKey(keyID: key.keyID, privateKey: privateKey.rawRepresentation, createdAt: now))
+        try await store.addClientKey(StoredClientKey(keyID: key.keyID, privateKey: privateKey.rawRepresentation, createdAt: now))
         return key
     }
 
     /// Adds a new key that signs new logins from now on, then drops the older keys that no
     /// session is bound to and no login in progress started with. Returns the new key's id and
     /// the ids dropped.
-    func rotateKey(store: any AccountStorage, now: Date) throws(DaemonError) -> (added: String, removed: [String]) {
+    func rotateKey(store: any AccountStore, now: Date) async throws(DaemonError) -> (added: String, removed: [String]) {
         guard settings.authentication == .privateKeyJWT else { throw .notConfidentialClient }
+        await rotation.lock()
+        defer { rotation.unlock() }
         do {
-            return try rotation.withLock { _ in
-                let key = try Self.createKey(store: store, now: now)
-                addKey(key)
-                var removed: [String] = []
-                for old in signingKeys where old.keyID != key.keyID {
-                    // Under the key lock: a login cannot reserve it between the check and the removal.
-                    if try removeKeyUnlessReserved(old.keyID, remove: { try store.removeClientKey(old.keyID) }) {
-                        removed.append(old.keyID)
-                    }
+            let key = try await Self.createKey(store: store, now: now)
+            addKey(key)
+            // From here on logins reserve the new key only: an older key found unreserved stays so.
+            var removed: [String] = []
+            for old in signingKeys where old.keyID != key.keyID && !isReserved(old.keyID) {
+                if try await store.removeClientKey(old.keyID) {
+                    forgetKey(old.keyID)
+                    removed.append(old.keyID)
                 }
-                return (key.keyID, removed)
             }
+            return (key.keyID, removed)
         } catch {
             throw .internalError("cannot rotate the client key: \(error)")
         }

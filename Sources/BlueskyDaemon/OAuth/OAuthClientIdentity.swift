@@ -1,5 +1,5 @@
 import ATOAuth
-import BlueskyStore
+import AccountStoreCore
 import DPoP
 import Foundation
 import Synchronization
@@ -21,7 +21,7 @@ final class OAuthClientIdentity: Sendable {
     }
     private let keys: Mutex<Keys>
     /// One rotation at a time: two would each drop the other's new, still unused key.
-    let rotation = Mutex(())
+    let rotation = AsyncLock()
 
     init(settings: OAuthClientSettings, keys: [ClientSigningKey]) {
         self.settings = settings
@@ -108,14 +108,11 @@ final class OAuthClientIdentity: Sendable {
 
     func addKey(_ key: ClientSigningKey) { keys.withLock { $0.all.append(key) } }
 
-    /// Forgets a key unless a login in progress started with it; true when forgotten.
-    func removeKeyUnlessReserved(_ keyID: String, remove: () throws -> Bool) rethrows -> Bool {
-        try keys.withLock { keys in
-            guard keys.reserved[keyID] == nil, try remove() else { return false }
-            keys.all.removeAll { $0.keyID == keyID }
-            return true
-        }
-    }
+    /// Whether a login in progress started with the key (it must be kept).
+    func isReserved(_ keyID: String) -> Bool { keys.withLock { $0.reserved[keyID] != nil } }
+
+    /// Forgets a key (the store no longer holds it).
+    func forgetKey(_ keyID: String) { keys.withLock { $0.all.removeAll { $0.keyID == keyID } } }
 
     /// The document to publish at `oauth_client_id`; nil for the loopback client, which has none.
     /// A confidential client lists every key still held, so sessions bound to older keys can

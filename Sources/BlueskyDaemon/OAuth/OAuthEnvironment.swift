@@ -1,6 +1,6 @@
 import ATOAuth
 import BlueskyHTTP
-import BlueskyStore
+import AccountStoreCore
 import DPoP
 import Foundation
 import Logging

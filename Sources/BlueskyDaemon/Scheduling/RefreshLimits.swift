@@ -1,6 +1,4 @@
-import BlueskyStore
 import Foundation
-import WebBasics
 
 /// How many refreshes may run at once: overall, and against one server. The defaults carry
 /// 100,000 OAuth accounts whose tokens all expire within 15 minutes through a token endpoint
@@ -8,33 +6,28 @@ import WebBasics
 /// give 160), while a slow or failing server holds at most 16 of the 64 slots.
 struct RefreshLimits: Sendable, Equatable {
     var overall: Int
-    var perHost: Int
+    var perServer: Int
 
-    static let `default` = RefreshLimits(overall: 64, perHost: 16)
+    static let `default` = RefreshLimits(overall: 64, perServer: 16)
 }
 
 /// Small numbers for server names, so that 100,000 accounts carry two bytes each, not a string.
-final class HostTable {
-    static let unknown: RefreshScheduler.HostID = 0
-    private var ids: [String: RefreshScheduler.HostID] = [:]
+final class ServerTable {
+    static let unknown: RefreshScheduler.ServerID = 0
+    private var ids: [String: RefreshScheduler.ServerID] = [:]
+    private var names: [String] = []
 
-    func id(for host: String) -> RefreshScheduler.HostID {
-        if let id = ids[host] { return id }
+    func id(for server: String) -> RefreshScheduler.ServerID {
+        if let id = ids[server] { return id }
         // Past 65,534 servers, the rest share the last number (and its limit).
-        let id = RefreshScheduler.HostID(min(ids.count + 1, Int(RefreshScheduler.HostID.max)))
-        ids[host] = id
+        let id = RefreshScheduler.ServerID(min(ids.count + 1, Int(RefreshScheduler.ServerID.max)))
+        ids[server] = id
+        if names.count < Int(id) { names.append(server) }
         return id
     }
-}
 
-extension AccountRecord {
-    /// The server an account's refreshes go to: the OAuth session's token endpoint, or the
-    /// app password's PDS, as its origin (so `https://pds:443` and `https://PDS` share one limit).
-    var refreshHost: String {
-        let endpoint = oauth?.tokenEndpoint ?? pds
-        guard let components = URLComponents(string: endpoint), let host = components.host,
-              let origin = URLOrigin(scheme: components.scheme ?? "https", host: host, port: components.port)
-        else { return endpoint }
-        return origin.string
+    /// The name behind `id`; nil for the unknown server.
+    func name(of id: RefreshScheduler.ServerID) -> String? {
+        id == Self.unknown || Int(id) > names.count ? nil : names[Int(id) - 1]
     }
 }

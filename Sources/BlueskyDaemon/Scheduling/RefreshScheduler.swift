@@ -1,18 +1,23 @@
+import AccountStoreCore
 import DequeModule
 import Foundation
 import HeapModule
 import Logging
 
-/// The ordered refresh queue: one timer for all accounts, however many there are.
+/// One timer for all accounts, however many there are, over two due-date books: this host's
+/// heap, and (with a shared store) the store's schedule several hosts take from.
 ///
-/// Each account has at most one live entry (its latest due date); superseded heap entries are
-/// skipped when they surface. Refreshes are capped overall and per server (an authorization
-/// server, or an app password's PDS), so that one slow server cannot take every slot. Due
-/// accounts leave the heap only when a slot is free, most urgent (earliest due) first, so that
-/// after downtime the accounts closest to lapsing go before those that can wait.
+/// Sessions tell it when they are next due through the inbox (`note`), never awaiting it, so
+/// that the order of an account's dates is the order of its changes. Each account has at most
+/// one live entry (its latest date); superseded heap entries are skipped when they surface.
+/// Refreshes are capped overall and per server (an authorization server, or an app password's
+/// PDS), so that one slow server cannot take every slot. Due accounts leave the heap only when a
+/// slot is free, most urgent first, so that after downtime the accounts closest to lapsing go
+/// before those that can wait.
 ///
-/// With a shared store the schedule is the store's (`SharedRefreshSchedule`): dates go there
-/// through `sharedDates`, and the heap holds only the accounts this host took from it.
+/// With a shared book, dates this host decides go to the store (the host that takes an
+/// account then looks after it), and the heap holds only the accounts this host took and its
+/// own timers (the save of rotated tokens only it holds).
 actor RefreshScheduler {
     struct Entry: Comparable {
         var due: Date
@@ -20,116 +25,129 @@ actor RefreshScheduler {
         static func < (a: Entry, b: Entry) -> Bool { a.due < b.due }
     }
 
-    typealias RefreshAction = @Sendable (UUID) async -> Date?
-    typealias HostID = UInt16
+    typealias Upkeep = @Sendable (UUID, AccountSession.UpkeepCall) async -> Void
+    typealias ServerID = UInt16
 
-    /// An account is never dispatched again sooner than this after its last refresh ended,
+    /// An account is never dispatched again sooner than this after its last upkeep ended,
     /// whatever date it asks for: no failure can make the loop spin.
     static let minimumRedispatchInterval: TimeInterval = 1
 
-    /// An account's live due date (nil: none, or dispatched) and the server it refreshes at,
-    /// in one table: at 100,000 accounts every byte per account counts.
+    /// An account's live due date in the heap (nil: none, or dispatched), the server it
+    /// refreshes at, and whether it was taken from the shared book: in one table, since at
+    /// 100,000 accounts every byte per account counts.
     struct Slot {
         var due: Date?
-        var host: HostID
+        var server: ServerID
+        var taken = false
     }
 
+    /// Where sessions' dates wait for the loop; never awaited.
+    nonisolated let inbox: DueInbox
     private var queue = Heap<Entry>()
     private var slots: [UUID: Slot] = [:]
     /// Due entries whose server had no free slot, in the order they fell due.
-    private var parked: [HostID: Deque<Entry>] = [:]
+    private var parked: [ServerID: Deque<Entry>] = [:]
     private var running = 0
-    private var runningByHost: [HostID: Int] = [:]
-    /// When each running refresh started (a handful at a time).
+    private var runningByServer: [ServerID: Int] = [:]
+    /// When each running upkeep started (a handful at a time).
     private var runningSince: [UUID: Date] = [:]
     private var limits: RefreshLimits
-    private let hosts = HostTable()
+    private let servers = ServerTable()
     private let now: @Sendable () -> Date
-    private var wakeup: CheckedContinuation<Void, Never>?
-    private var timer: Task<Void, Never>?
     /// When the loop last went round; the watchdog checks it.
     private(set) var lastTurn = Date()
     /// Liveness probes waiting for the loop's next turn.
     private var probes: [CheckedContinuation<Bool, Never>] = []
     private var isRunning = false
-    /// Where due dates go when several hosts share the schedule; nil: it is this heap.
-    private let sharedDates: SharedDueWriter?
-    /// Accounts taken from the shared schedule and not dispatched yet.
+    /// The shared store's schedule; nil: the heap is the only book.
+    private let shared: SharedDueWriter?
+    /// Accounts taken from the shared book and not dispatched yet.
     private var takenWaiting = Set<UUID>()
-    /// The shared schedule's earliest date, as last read.
+    /// The shared book's earliest date, as last read.
     private var sharedNextDue: Date?
 
-    init(limits: RefreshLimits, now: @escaping @Sendable () -> Date, sharedDates: SharedDueWriter? = nil) {
+    init(limits: RefreshLimits, now: @escaping @Sendable () -> Date, shared: SharedDueWriter? = nil) {
         self.limits = limits
         self.now = now
-        self.sharedDates = sharedDates
+        self.shared = shared
+        self.inbox = DueInbox()
     }
 
-    /// Schedules (or reschedules) `id` at `date`; nil removes it from the schedule. `host`
-    /// names the server its refreshes go to (nil: unchanged).
-    func schedule(_ id: UUID, at date: Date?, host: String? = nil) {
-        var slot = slots[id] ?? Slot(due: nil, host: HostTable.unknown)
-        if let host { slot.host = hosts.id(for: host) }
-        if let sharedDates {
+    /// Where a session's due date goes: the inbox, which the loop drains on its next turn.
+    nonisolated func note(_ id: UUID, _ due: AccountLifecycle.Due, server: String) {
+        inbox.note(id, due, server: server)
+    }
+
+    /// Schedules `id` at `date` in this host's own book (tests, and callers outside a session).
+    func schedule(_ id: UUID, at date: Date?, server: String? = nil) {
+        var slot = slots[id] ?? Slot(due: nil, server: ServerTable.unknown)
+        if let server { slot.server = servers.id(for: server) }
+        slots[id] = slot
+        place(id, at: date)
+    }
+
+    /// Knows an account's server without a date yet (it loads, or another host added it).
+    func know(_ id: UUID, server: String) {
+        if slots[id] == nil { slots[id] = Slot(due: nil, server: servers.id(for: server)) }
+    }
+
+    /// Takes in what sessions noted: a date this host decides goes to the shared book when
+    /// there is one (the heap keeps only local timers and taken accounts), else to the heap.
+    private func drainInbox() {
+        for (id, noted) in inbox.drain() {
+            var slot = slots[id] ?? Slot(due: nil, server: ServerTable.unknown)
+            slot.server = servers.id(for: noted.server)
             slots[id] = slot
-            // The same floor as below, from now: no answer makes any host spin on an account.
-            sharedDates.note(id, due: date.map { max($0, now().addingTimeInterval(Self.minimumRedispatchInterval)) })
-            return
+            guard let shared, !noted.due.isLocal else {
+                place(id, at: noted.due.date)
+                continue
+            }
+            if noted.due.decidedHere { shared.note(ScheduledDate(id: id, due: noted.due.date, version: noted.due.version)) }
+            if !takenWaiting.contains(id) { slots[id]?.due = nil }
         }
-        if var date, let started = runningSince[id] {
-            date = max(date, started.addingTimeInterval(Self.minimumRedispatchInterval))
-            slot.due = date
-        } else {
-            slot.due = date
-        }
+    }
+
+    /// Puts `id` in the heap at `date` (nil: out of it), never within a second of its last
+    /// upkeep's start while that runs.
+    private func place(_ id: UUID, at date: Date?) {
+        guard var slot = slots[id] else { return }
+        slot.due = date.map { date in runningSince[id].map { max(date, $0.addingTimeInterval(Self.minimumRedispatchInterval)) } ?? date }
         slots[id] = slot
         guard let due = slot.due else { return }
         queue.insert(Entry(due: due, id: id))
-        if queue.min?.id == id { wake() }
     }
 
-    /// Schedules many accounts in one go (start-up). With a shared schedule only their servers
-    /// are noted: the store holds their dates already.
-    func scheduleAll(_ plan: [(id: UUID, due: Date?, host: String)]) {
-        slots.reserveCapacity(slots.count + plan.count)
-        for entry in plan {
-            if sharedDates != nil {
-                know(entry.id, host: entry.host)
-            } else {
-                schedule(entry.id, at: entry.due, host: entry.host)
-            }
-        }
+    /// How many more accounts this host may take from the shared book now (its free refresh
+    /// slots, less those taken and waiting for a slot of a server that has room), and the
+    /// servers whose slots are all in use: their accounts are left to other hosts, so that a
+    /// server that stopped answering cannot use up what this host takes.
+    func takeBudget() -> (room: Int, skipping: Set<String>) {
+        let full = Set(runningByServer.filter { $0.value >= limits.perServer }.map(\.key))
+        let waiting = takenWaiting.count(where: { slots[$0].map { !full.contains($0.server) } ?? false })
+        return (max(0, limits.overall - running - waiting), Set(full.compactMap(servers.name(of:))))
     }
 
-    /// Knows an account (and its server) without scheduling it: another host added it to the
-    /// shared schedule.
-    func know(_ id: UUID, host: String) {
-        if slots[id] == nil { slots[id] = Slot(due: nil, host: hosts.id(for: host)) }
-    }
-
-    /// How many more accounts this host may take from the shared schedule now: its free
-    /// refresh slots, less those taken and not started yet.
-    var roomForTaken: Int { max(0, limits.overall - running - takenWaiting.count) }
-
-    /// Runs accounts taken from the shared schedule as soon as their servers have a free slot.
-    /// An account this host does not know (yet) is left: it falls due again after the lease.
+    /// Runs accounts taken from the shared book as soon as their servers have a free slot. An
+    /// account this host does not know (yet) is left: it falls due again after the lease.
     func dispatchTaken(_ ids: [UUID]) {
         let current = now()
         for id in ids {
-            guard var slot = slots[id], slot.due == nil, runningSince[id] == nil else { continue }
+            guard var slot = slots[id], runningSince[id] == nil else { continue }
             slot.due = current
+            slot.taken = true
             slots[id] = slot
             takenWaiting.insert(id)
             queue.insert(Entry(due: current, id: id))
         }
-        if !ids.isEmpty { wake() }
+        if !ids.isEmpty { inbox.wake() }
     }
 
     func setSharedNextDue(_ date: Date?) { sharedNextDue = date }
 
-    /// The next refresh anywhere in the schedule, for status displays.
+    /// The next upkeep anywhere in the schedule, for status displays.
     func nextScheduled() -> Date? {
-        [nextDue(), sharedNextDue].compactMap { $0 }.min()
+        drainInbox()
+        return [nextDue(), sharedNextDue].compactMap { $0 }.min()
     }
 
     /// Forgets a removed account altogether.
@@ -138,17 +156,10 @@ actor RefreshScheduler {
         takenWaiting.remove(id)
     }
 
-    private func due(_ id: UUID) -> Date? { slots[id]?.due }
-
-    private func markDispatched(_ id: UUID) {
-        slots[id]?.due = nil
-        takenWaiting.remove(id)
-    }
-
-    /// The earliest scheduled refresh; superseded entries on top of the heap are dropped on the way.
+    /// The earliest date in the heap; superseded entries on top are dropped on the way.
     func nextDue() -> Date? {
         while let top = queue.min {
-            if due(top.id) == top.due { return top.due }
+            if slots[top.id]?.due == top.due { return top.due }
             queue.removeMin()
         }
         return nil
@@ -159,7 +170,7 @@ actor RefreshScheduler {
     /// Changes how many refreshes may run at once (a reload); running ones are not stopped.
     func setLimits(_ new: RefreshLimits) {
         limits = new
-        wake()
+        inbox.wake()
     }
 
     /// True once the loop has gone round after this call: proof for the watchdog that it is
@@ -168,7 +179,7 @@ actor RefreshScheduler {
         guard isRunning else { return false }
         return await withCheckedContinuation { continuation in
             probes.append(continuation)
-            wake()
+            inbox.wake()
         }
     }
 
@@ -178,8 +189,8 @@ actor RefreshScheduler {
         waiting.forEach { $0.resume(returning: alive) }
     }
 
-    /// Runs refreshes as they fall due until cancelled. `refresh` returns the account's next due date.
-    func run(refresh: @escaping RefreshAction) async {
+    /// Runs upkeeps as they fall due until cancelled.
+    func run(upkeep: @escaping Upkeep) async {
         isRunning = true
         defer {
             isRunning = false
@@ -189,86 +200,67 @@ actor RefreshScheduler {
             while !Task.isCancelled {
                 lastTurn = now()
                 answerProbes(true)
-                while let (id, host) = nextDispatch() {
+                drainInbox()
+                while let (id, server, call) = nextDispatch() {
                     running += 1
-                    runningByHost[host, default: 0] += 1
+                    runningByServer[server, default: 0] += 1
                     runningSince[id] = now()
                     group.addTask {
-                        let next = await refresh(id)
-                        await self.finished(id, host: host, next: next)
+                        await upkeep(id, call)
+                        await self.finished(id, server: server)
                     }
                 }
-                await sleepUntilNextEvent()
+                let deadline = running < limits.overall ? nextDue() : nil
+                await inbox.sleep(until: deadline, now: now)
             }
         }
     }
 
-    /// The next account to refresh now, if a slot is free: parked accounts of servers with a
-    /// free slot first (they fell due before anything left in the heap), then the heap.
-    private func nextDispatch() -> (UUID, HostID)? {
+    /// The next account to look after now, if a slot is free: parked accounts of servers with
+    /// a free slot first (they fell due before anything left in the heap), then the heap.
+    private func nextDispatch() -> (UUID, ServerID, AccountSession.UpkeepCall)? {
         guard running < limits.overall else { return nil }
-        for (host, waiting) in parked where hasRoom(host) {
+        for (server, waiting) in parked where hasRoom(server) {
             var waiting = waiting
             while let entry = waiting.popFirst() {
-                guard due(entry.id) == entry.due else { continue }  // superseded or removed
-                parked[host] = waiting.isEmpty ? nil : waiting
-                markDispatched(entry.id)
-                return (entry.id, host)
+                guard slots[entry.id]?.due == entry.due else { continue }  // superseded or removed
+                parked[server] = waiting.isEmpty ? nil : waiting
+                return dispatched(entry.id, server)
             }
-            parked[host] = nil
+            parked[server] = nil
         }
         let current = now()
         while let top = queue.min, top.due <= current {
             queue.removeMin()
             guard let slot = slots[top.id], slot.due == top.due else { continue }
-            guard hasRoom(slot.host) else {
-                parked[slot.host, default: []].append(top)
+            guard hasRoom(slot.server) else {
+                parked[slot.server, default: []].append(top)
                 continue
             }
-            markDispatched(top.id)
-            return (top.id, slot.host)
+            return dispatched(top.id, slot.server)
         }
         return nil
     }
 
-    private func hasRoom(_ host: HostID) -> Bool { runningByHost[host, default: 0] < limits.perHost }
+    private func dispatched(_ id: UUID, _ server: ServerID) -> (UUID, ServerID, AccountSession.UpkeepCall) {
+        let taken = slots[id]?.taken ?? false
+        slots[id]?.due = nil
+        slots[id]?.taken = false
+        takenWaiting.remove(id)
+        return (id, server, taken ? .taken : .due)
+    }
 
-    private func finished(_ id: UUID, host: HostID, next: Date?) {
+    private func hasRoom(_ server: ServerID) -> Bool { runningByServer[server, default: 0] < limits.perServer }
+
+    private func finished(_ id: UUID, server: ServerID) {
         running -= 1
-        runningByHost[host, default: 1] -= 1
-        if runningByHost[host] == 0 { runningByHost[host] = nil }
-        // A reschedule that happened while the refresh ran wins over the action's answer; an
-        // account removed meanwhile has no slot and stays unscheduled.
-        if slots[id] != nil, due(id) == nil { schedule(id, at: next) }
-        let earliest = now().addingTimeInterval(Self.minimumRedispatchInterval)
-        if let due = due(id), due < earliest { schedule(id, at: earliest) }
+        runningByServer[server, default: 1] -= 1
+        if runningByServer[server] == 0 { runningByServer[server] = nil }
         runningSince[id] = nil
-        wake()
-    }
-
-    private func sleepUntilNextEvent() async {
-        let slotFree = running < limits.overall
-        let deadline = slotFree ? nextDue() : nil
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                if Task.isCancelled { return continuation.resume() }
-                wakeup = continuation
-                guard let deadline else { return }
-                let delay = deadline.timeIntervalSince(now())
-                timer = Task { [weak self] in
-                    if delay > 0 { try? await Task.sleep(for: .seconds(delay)) }
-                    await self?.wake()
-                }
-            }
-        } onCancel: {
-            Task { await self.wake() }
-        }
-    }
-
-    private func wake() {
-        timer?.cancel()
-        timer = nil
-        wakeup?.resume()
-        wakeup = nil
+        // Whatever the upkeep asked for, not again within a second of its end.
+        drainInbox()
+        let earliest = now().addingTimeInterval(Self.minimumRedispatchInterval)
+        if let due = slots[id]?.due, due < earliest { place(id, at: earliest) }
+        inbox.wake()
     }
 }

@@ -1,11 +1,13 @@
-import BlueskyStore
+import AccountStoreCore
 import Foundation
 import Logging
+import WebBasics
 
 /// Takes due accounts from the shared schedule for this host, as many as it has free refresh
 /// slots, and hands them to the local scheduler, which runs them under its limits. Hosts that
 /// take at the same moment skip each other's rows (`FOR UPDATE SKIP LOCKED`), so the work
 /// spreads over the hosts by itself, and a host that stops taking leaves its share to the rest.
+/// Accounts of servers whose slots are all in use here are left to the other hosts.
 struct SharedScheduleTaker {
     let schedule: any SharedRefreshSchedule
     let scheduler: RefreshScheduler
@@ -30,23 +32,20 @@ struct SharedScheduleTaker {
                     logger.warning("cannot take due accounts from the shared schedule; trying again with backoff",
                                    metadata: ["error": "\(error)"])
                 }
-                sleep = Backoff.storeRetry.delay(attempt: failures, serverAsked: nil)
+                sleep = Backoff.storeRetry.delay(attempt: failures)
             }
             try? await Task.sleep(for: .seconds(sleep))
         }
     }
 
     /// Takes what is due and fits; returns how long to sleep before looking again.
-    private func takeOnce() async throws -> TimeInterval {
-        let room = await scheduler.roomForTaken
-        if room > 0 {
-            let taken = try schedule.takeDueRefreshes(limit: room, at: now())
-            await scheduler.dispatchTaken(taken)
-            if taken.count == room { return pauseWhenFull }
-        } else {
-            return pauseWhenFull
-        }
-        let next = try schedule.nextRefreshDue()
+    private func takeOnce() async throws(StoreError) -> TimeInterval {
+        let (room, skipping) = await scheduler.takeBudget()
+        guard room > 0 else { return pauseWhenFull }
+        let taken = try await schedule.takeDueRefreshes(limit: room, at: now(), skipping: skipping)
+        await scheduler.dispatchTaken(taken)
+        if taken.count == room { return pauseWhenFull }
+        let next = try await schedule.nextRefreshDue()
         await scheduler.setSharedNextDue(next)
         guard let next else { return longestSleep }
         return min(max(next.timeIntervalSince(now()), pauseWhenFull), longestSleep)

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Synchronization
 import SystemdGlue
+import WebBasics
 
 /// Re-reads the configuration on SIGHUP and applies what can change while running.
 ///
@@ -53,15 +54,12 @@ final class ConfigurationReloader: Sendable {
         let plan = state.withLock { $0.running.reloadPlan(to: new) }
         let running = plan.effective
         logLevel.level = running.logLevel
-        environment.retime(refreshAhead: running.refreshAhead,
-                           backoff: Backoff(initial: running.retryInitial, maximum: running.retryMax))
+        environment.retime(running.lifecycleRules)
         await scheduler.setLimits(running.refreshLimits)
         if plan.applied.contains("refresh_ahead_seconds") {
-            // Every queued refresh moves to its date under the new lead time, not only the
-            // accounts refreshed from now on.
-            for session in environment.registry.allSessions {
-                await scheduler.schedule(session.id, at: await session.nextRefreshDate())
-            }
+            // Every account moves to its date under the new lead time, not only the accounts
+            // refreshed from now on.
+            for session in environment.registry.allSessions { await session.retime() }
         }
         state.withLock {
             $0.running = running

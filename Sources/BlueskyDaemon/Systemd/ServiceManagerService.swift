@@ -57,6 +57,8 @@ struct ServiceManagerService: Service {
         guard let timeout = watchdogTimeout else { return }
         let interval = timeout / 2
         logger.debug("watchdog enabled", metadata: ["timeoutSeconds": "\(timeout)"])
+        let clock = ContinuousClock()
+        var next = clock.now
         while !Task.isCancelled {
             let unresponsive = await liveness.unresponsiveParts(within: timeout / 4)
             if unresponsive.isEmpty {
@@ -65,7 +67,9 @@ struct ServiceManagerService: Service {
                 logger.critical("liveness check failed; withholding the watchdog keep-alive",
                                 metadata: ["unresponsive": "\(unresponsive.joined(separator: ", "))"])
             }
-            guard (try? await Task.sleep(for: interval)) != nil else { return }
+            // A fixed cadence, whatever the check took: pings never drift apart.
+            next += interval
+            guard (try? await Task.sleep(until: max(next, clock.now), clock: clock)) != nil else { return }
         }
     }
 

@@ -1,0 +1,70 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// POSIX helpers for files only the daemon's user may read.
+package enum PrivateFiles {
+    /// Creates `path` (and missing parents) with mode 0700, or tightens an existing
+    /// directory to 0700, so the database and key never sit in a readable directory.
+    package static func ensureDirectory(_ path: String) throws(StoreError) {
+        var info = stat()
+        if lstat(path, &info) == 0 {
+            guard (info.st_mode & S_IFMT) == S_IFDIR else {
+                throw StoreError.directory(path: path, reason: "exists and is not a directory")
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(
+                    atPath: path, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw StoreError.directory(path: path, reason: "\(error.localizedDescription)")
+            }
+        }
+        guard chmod(path, 0o700) == 0 else {
+            throw StoreError.directory(path: path, reason: "chmod 700 failed: \(errnoDescription())")
+        }
+    }
+
+    /// Makes sure `path` exists with mode 0600 before SQLite opens it.
+    ///
+    /// SQLite gives the -wal and -shm files the same mode as the database file,
+    /// so creating the database 0600 ourselves keeps all three private whatever the umask.
+    package static func ensurePrivateFile(_ path: String) throws(StoreError) {
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw StoreError.database(context: "creating \(path)", reason: errnoDescription())
+        }
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else {
+            throw StoreError.database(context: "securing \(path)", reason: errnoDescription())
+        }
+    }
+
+    /// Tightens an existing file to 0600; a missing file is fine.
+    package static func tightenIfPresent(_ path: String) throws(StoreError) {
+        if chmod(path, 0o600) != 0 && errno != ENOENT {
+            throw StoreError.database(context: "securing \(path)", reason: errnoDescription())
+        }
+    }
+
+    /// The permission bits of `path`, or nil when it does not exist.
+    package static func mode(of path: String) -> UInt32? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return UInt32(info.st_mode) & 0o7777
+    }
+
+    /// Flushes a directory entry (after creating or linking a file in it).
+    package static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+}

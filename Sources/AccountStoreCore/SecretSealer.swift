@@ -1,0 +1,104 @@
+import Crypto
+import Foundation
+
+/// Seals `AccountSecrets` with AES-GCM-256, bound to one account.
+///
+/// The additional authenticated data is a purpose/version label plus the
+/// account's 16 raw UUID bytes, so a blob copied into another account's row
+/// (or reused for another purpose) fails authentication instead of opening.
+package struct SecretSealer: Sendable {
+    /// Leading byte of every sealed blob, so the format can evolve.
+    static let formatVersion: UInt8 = 1
+    static let purposeLabel = Array("blueskyd/account-secrets/v1".utf8)
+
+    let key: SymmetricKey
+    /// The key of the accounts' metadata seals, derived from the store key (never the key itself).
+    private let metadataKey: SymmetricKey
+
+    package init(key: SymmetricKey) {
+        self.key = key
+        metadataKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data("blueskyd/account-metadata/v1".utf8),
+                                             outputByteCount: 32)
+    }
+
+    /// A MAC under the store key over what decides where an account's tokens are sent: its id
+    /// and tenant, how it signs in, its DID, its PDS and its authorization server's issuer and
+    /// endpoints. Someone who can write the database but holds no store key cannot rewrite
+    /// those without the seal failing (`isSealed`), and the daemon then sends the tokens nowhere.
+    package func metadataSeal(_ record: AccountRecord, tenant: String) -> Data {
+        Data(HMAC<SHA256>.authenticationCode(for: Self.sealedMetadata(record, tenant: tenant), using: metadataKey))
+    }
+
+    /// Whether `seal` is the seal of `record`'s metadata.
+    package func isSealed(_ record: AccountRecord, tenant: String, seal: Data?) -> Bool {
+        guard let seal else { return false }
+        return HMAC<SHA256>.isValidAuthenticationCode(seal, authenticating: Self.sealedMetadata(record, tenant: tenant),
+                                                      using: metadataKey)
+    }
+
+    /// The sealed fields, each length-prefixed (a missing one as 0xFFFFFFFF), so that no two
+    /// different records run together into the same bytes.
+    private static func sealedMetadata(_ record: AccountRecord, tenant: String) -> Data {
+        var data = Data("blueskyd/account-metadata/v1".utf8)
+        func field(_ value: String?) {
+            guard let value else { return data.append(contentsOf: [0xFF, 0xFF, 0xFF, 0xFF]) }
+            let bytes = Array(value.utf8)
+            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
+            data.append(contentsOf: bytes)
+        }
+        withUnsafeBytes(of: record.id.uuid) { data.append(contentsOf: $0) }
+        field(tenant)
+        field(record.authKind.rawValue)
+        field(record.did)
+        field(record.pds)
+        field(record.oauth?.issuer)
+        field(record.oauth?.tokenEndpoint)
+        field(record.oauth?.revocationEndpoint)
+        return data
+    }
+
+    package func seal(_ secrets: AccountSecrets, account: UUID) throws(StoreError) -> Data {
+        let plaintext: Data
+        do {
+            plaintext = try JSONEncoder().encode(secrets)
+        } catch {
+            throw StoreError.secretEncoding(account: account, reason: "\(error)")
+        }
+        guard let blob = seal(bytes: plaintext, additionalData: Self.additionalData(for: account)) else {
+            throw StoreError.secretEncoding(account: account, reason: "AES-GCM failed")
+        }
+        return blob
+    }
+
+    package func open(_ blob: Data, account: UUID) throws(StoreError) -> AccountSecrets {
+        guard let plaintext = open(bytes: blob, additionalData: Self.additionalData(for: account)),
+              let secrets = try? JSONDecoder().decode(AccountSecrets.self, from: plaintext) else {
+            throw StoreError.secretDoesNotOpen(account: account)
+        }
+        return secrets
+    }
+
+    /// The version byte, then AES-GCM's nonce, ciphertext and tag; nil if AES-GCM fails.
+    package func seal(bytes plaintext: Data, additionalData: Data) -> Data? {
+        guard let combined = try? AES.GCM.seal(plaintext, using: key, authenticating: additionalData).combined else {
+            return nil
+        }
+        var blob = Data([Self.formatVersion])
+        blob.append(combined)
+        return blob
+    }
+
+    /// The plaintext, or nil when the blob is not of this key and additional data.
+    package func open(bytes blob: Data, additionalData: Data) -> Data? {
+        guard blob.first == Self.formatVersion, let box = try? AES.GCM.SealedBox(combined: blob.dropFirst()) else {
+            return nil
+        }
+        return try? AES.GCM.open(box, using: key, authenticating: additionalData)
+    }
+
+    static func additionalData(for account: UUID) -> Data {
+        var data = Data(purposeLabel)
+        withUnsafeBytes(of: account.uuid) { data.append(contentsOf: $0) }
+        return data
+    }
+}

@@ -1,0 +1,100 @@
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+extension StoreKey {
+    /// Reads the key file, creating it on first start.
+    static func loadOrCreateKeyFile(_ path: String) throws -> SymmetricKey {
+        // A racing process may create the file between our failed read and our
+        // link; the second read then finds the winner's key.
+        for _ in 0..<2 {
+            if let key = try readKeyFile(path) {
+                return key
+            }
+            if try createKeyFile(path) {
+                break
+            }
+        }
+        guard let key = try readKeyFile(path) else {
+            throw StoreError.keyUnavailable(path: path, reason: "the key file vanished while being created")
+        }
+        return key
+    }
+
+    /// The key in `path`, or nil when the file does not exist.
+    static func readKeyFile(_ path: String) throws -> SymmetricKey? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard fd >= 0 else {
+            if errno == ENOENT { return nil }
+            throw StoreError.keyUnavailable(path: path, reason: errnoDescription())
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw StoreError.keyUnavailable(path: path, reason: errnoDescription())
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw StoreError.keyInvalid(path: path, reason: "not a regular file")
+        }
+        let mode = UInt32(info.st_mode) & 0o7777
+        guard mode & 0o077 == 0 else {
+            throw StoreError.keyFileInsecure(path: path, mode: mode)
+        }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 256)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreError.keyUnavailable(path: path, reason: errnoDescription())
+            }
+            if count == 0 { break }
+            data.append(contentsOf: buffer[0..<count])
+            if data.count > 4096 {
+                throw StoreError.keyInvalid(path: path, reason: "file too large for a key")
+            }
+        }
+        _ = buffer.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) }
+        return try decode(data, path: path)
+    }
+
+    /// Writes 32 random bytes to a private temporary file (O_EXCL, 0600, fsynced),
+    /// then publishes it with link(2), which fails if the key file already exists.
+    /// Readers therefore never see a partly written key, and two racing processes
+    /// cannot end up with different keys.
+    /// - Returns: false when another process created the key file first.
+    static func createKeyFile(_ path: String) throws -> Bool {
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+            try PrivateFiles.ensureDirectory(directory)
+        }
+        let temporaryPath = "\(path).new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw StoreError.keyUnavailable(path: path, reason: "creating \(temporaryPath): \(errnoDescription())")
+        }
+        defer { unlink(temporaryPath) }
+        let key = SymmetricKey(size: .bits256)
+        let written = key.withUnsafeBytes { bytes in
+            write(fd, bytes.baseAddress, bytes.count)
+        }
+        let writeError = errno
+        let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        close(fd)
+        guard written == 32, synced else {
+            throw StoreError.keyUnavailable(path: path, reason: "writing a new key: \(errnoDescription(writeError))")
+        }
+        guard link(temporaryPath, path) == 0 else {
+            if errno == EEXIST { return false }
+            throw StoreError.keyUnavailable(path: path, reason: "publishing a new key: \(errnoDescription())")
+        }
+        PrivateFiles.syncDirectory(directory.isEmpty ? "." : directory)
+        return true
+    }
+}

@@ -1,0 +1,74 @@
+import AccountStoreCore
+import Foundation
+
+extension AccountManager {
+    /// Loads every account from the store a page at a time (no array of them all), each
+    /// session telling the scheduler its date as it is made. At 100,000 accounts this is the
+    /// start-up.
+    func loadAll() async throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        let now = environment.now()
+        var load = LoadPass(environment: environment, now: now,
+                            // Only a store this host alone writes holds marks this host left.
+                            marksAreOurs: store.sharedLease == nil)
+        let expected = try await store.count()
+        registry.reserveCapacity(expected)
+        try await store.forEachAccount { record in load.add(record, registry: registry) }
+        let read = clock.now
+        for session in load.endingSoon { await session.warnIfSessionEndsSoon() }
+        for record in load.interrupted {
+            // The daemon stopped while a refresh was in flight: its outcome is unknown. The
+            // server's grace period lets the old refresh token recover; it is refreshed at once.
+            logger.warning("a refresh was in flight when blueskyd stopped; refreshing again", metadata: [
+                "account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)",
+                "startedAt": "\(record.refreshStartedAt?.formatted(.iso8601) ?? "-")", "outcome": "refresh-interrupted",
+            ])
+        }
+        if !load.didOfOAuthAccount.isEmpty {
+            environment.oauth.importNonces(try await store.allDPoPNonces(), didOf: load.didOfOAuthAccount)
+        }
+        let (count, interrupted) = (load.count, load.interrupted.count)
+        load = LoadPass(environment: environment, now: now, marksAreOurs: false)
+        // Loading decoded every row through short-lived allocations; hand the freed pages back
+        // so that an idle daemon's resident memory is what it keeps, not what it passed through.
+        await store.releaseMemory()
+        ReleaseFreedMemory.now()
+        logger.info("accounts loaded", metadata: [
+            "count": "\(count)", "interruptedRefreshes": "\(interrupted)",
+            "readSeconds": "\((read - started).seconds)", "totalSeconds": "\((clock.now - started).seconds)",
+        ])
+    }
+}
+
+/// What loading gathers on its way through the rows.
+private struct LoadPass {
+    let environment: SessionEnvironment
+    let now: Date
+    let marksAreOurs: Bool
+    var count = 0
+    var interrupted: [AccountRecord] = []
+    var endingSoon: [AccountSession] = []
+    var didOfOAuthAccount: [UUID: String] = [:]
+    private var interner = StringInterner()
+
+    init(environment: SessionEnvironment, now: Date, marksAreOurs: Bool) {
+        self.environment = environment
+        self.now = now
+        self.marksAreOurs = marksAreOurs
+    }
+
+    mutating func add(_ loaded: AccountRecord, registry: AccountRegistry) {
+        let record = interner.intern(loaded)
+        // With a shared store a mark may be another live host's refresh: the claim tells them apart.
+        let interruptedHere = marksAreOurs && record.refreshStartedAt != nil && record.state != .needsLogin
+        let session = AccountSession(record: record, environment: environment,
+                                     identityCheckedAt: AccountManager.seededIdentityCheck(now: now),
+                                     interrupted: interruptedHere)
+        registry.insert(session, record: record)
+        count += 1
+        if interruptedHere { interrupted.append(record) }
+        if record.authKind == .oauth { didOfOAuthAccount[record.id] = record.did }
+        if record.state != .needsLogin, record.sessionEndsSoon(now: now) { endingSoon.append(session) }
+    }
+}

@@ -1,0 +1,179 @@
+import AccountStoreCore
+import Foundation
+import XRPC
+
+extension AccountSession {
+    /// Refreshes the session, or joins the refresh already in flight.
+    ///
+    /// While the account waits in its backoff no request leaves: the caller is told at once
+    /// when the next try is (`UpstreamUnavailable` with `retryAfter`), unless `force` (a
+    /// person's `accounts.refresh` with `force: true`) asks for a try now.
+    /// - Parameter waitForHolder: when another host holds the refresh lease, wait for its
+    ///   outcome (a call that needs a token does); otherwise return at once and let the schedule
+    ///   look again when the lease ends.
+    @discardableResult
+    func refresh(force: Bool = false, waitForHolder: Bool = true) async throws(DaemonError) -> AccountSecrets {
+        try requireUsable()
+        let task: Task<AccountSecrets, any Error>
+        if let running = refreshInFlight {
+            task = running
+        } else {
+            if !force, let wait = backoffRemaining() {
+                throw .upstreamUnavailable(state.trouble.retryReason ?? "an earlier refresh failed", retryAfter: wait)
+            }
+            let refreshes = environment.refreshes
+            refreshes.begin()
+            // Never cancelled: a refresh cut off between the server's rotation and the save
+            // loses the account. A stop waits for it instead (`RefreshTracker`).
+            task = Task {
+                defer { refreshes.end() }
+                return try await self.performRefresh(waitForHolder: waitForHolder)
+            }
+            refreshInFlight = task
+        }
+        do {
+            return try await task.value
+        } catch let error as DaemonError {
+            throw error
+        } catch {
+            throw .internalError("refresh failed: \(error)")
+        }
+    }
+
+    /// Seconds until the backoff ends; nil when the account may try now.
+    func backoffRemaining() -> TimeInterval? {
+        guard let retryAt = state.retryAt else { return nil }
+        let remaining = retryAt.timeIntervalSince(environment.now())
+        // A timer that fires a hair early is not turned away.
+        return remaining > 0.05 ? remaining : nil
+    }
+
+    /// The refresh itself. Nothing is sent unless the write-ahead mark is durable and enough of
+    /// the lease is left for the request; the rotated tokens are committed durably before
+    /// anyone uses them, or kept in memory (and saved again with backoff) when the store
+    /// refuses them.
+    private func performRefresh(waitForHolder: Bool) async throws(DaemonError) -> AccountSecrets {
+        defer {
+            refreshInFlight = nil
+            releaseActivityIfIdle()
+        }
+        // Tokens rotated earlier but not saved yet: the refresh token they replace is spent,
+        // so nothing else may happen before they are on disk.
+        if state.unsavedSecrets != nil {
+            try await saveUnsavedTokens()
+            if let unsaved = state.unsavedSecrets { return unsaved }
+        }
+        let old = try await currentSecrets()
+        let startedAt = environment.now()
+        let claimedVersion = state.record.secretsVersion
+        let leaseClock = ContinuousClock.now
+        let claim: RefreshClaim
+        do {
+            claim = try await environment.store.claimRefresh(id: id, expecting: claimedVersion, at: startedAt)
+        } catch {
+            throw await refused(error, while: "recording the refresh before sending it")
+        }
+        switch claim {
+        case .granted(let interruptedAt):
+            apply(.claimGranted(interruptedAt: interruptedAt, at: startedAt))
+        case .superseded:
+            return try await adoptRefreshDoneElsewhere()
+        case .held(let holder, let until):
+            guard waitForHolder else {
+                // Only the schedule asks without waiting, and it comes back when the lease ends.
+                apply(.heldElsewhere(until: until))
+                throw .upstreamUnavailable("another host (\(holder)) is refreshing this account",
+                                           retryAfter: until.timeIntervalSince(startedAt))
+            }
+            return try await awaitRefreshElsewhere(by: holder, until: until)
+        }
+        // The lease must outlive the exchange: a request that could still be out when it ends
+        // would let another host send the same refresh token. Each request (a nonce
+        // challenge's second one too) leaves only if its whole deadline fits in what is left.
+        let sendBy = environment.store.sharedLease.map { leaseClock + $0 - environment.leaseMargin }
+        if let sendBy, ContinuousClock.now + environment.upstreamTimeout > sendBy {
+            let reason = "too little of the refresh lease was left after recording it (the store answered slowly)"
+            throw await failure(.transient(reason, retryAfter: nil), startedAt: startedAt)
+        }
+        let rotation: Result<RotatedSession, SessionError>
+        do {
+            rotation = .success(try await rotate(old, sendBy: sendBy))
+        } catch {
+            rotation = .failure(error)
+        }
+        guard state.record.secretsVersion == claimedVersion else {
+            // Newer tokens arrived while the request was out: a new login replaced the session
+            // (an upgrade to OAuth, a mended account), or another host's refresh was adopted.
+            // They and their state are the account's; whatever this refresh brought back,
+            // tokens or a verdict, is dropped.
+            apply(.refreshAbandoned)
+            logger.info("the account's tokens changed during its refresh; keeping the newer ones",
+                        metadata: ["outcome": "superseded-by-login"])
+            return try await currentSecrets()
+        }
+        let session: RotatedSession
+        switch rotation {
+        case .success(let rotated) where rotated.did == state.record.did:
+            session = rotated
+        case .success(let rotated):
+            let error = SessionError.rejected("the server returned a session for \(rotated.did), not \(state.record.did)")
+            throw await failure(error, startedAt: startedAt)
+        case .failure(let error):
+            throw await failure(error, startedAt: startedAt)
+        }
+        var secrets = old
+        secrets.accessToken = session.accessToken
+        secrets.refreshToken = session.refreshToken
+        await drive(.rotated(session, secrets: secrets, at: environment.now()))
+        if state.unsavedSecrets == nil, state.record.secretsVersion != claimedVersion + 1 {
+            // Another host's tokens won (this host's lease had run out): use theirs.
+            return try await currentSecrets()
+        }
+        if state.unsavedSecrets == nil {
+            environment.refreshes.countRotation()
+            cache(secrets, version: state.record.secretsVersion)
+        }
+        return secrets
+    }
+
+    /// Records a failed refresh and returns the error for the waiting callers.
+    private func failure(_ error: SessionError, startedAt: Date) async -> DaemonError {
+        await drive(.refreshFailed(error, startedAt: startedAt, at: environment.now()))
+        if state.record.state == .needsLogin {
+            return .needsLogin(account: id, reason: state.record.stateReason ?? error.reason)
+        }
+        return .upstreamUnavailable(error.reason, retryAfter: backoffRemaining())
+    }
+
+    /// The store refused a write the refresh needs: the account waits in its backoff, nothing
+    /// is sent meanwhile, and the caller learns when the next try is.
+    func refused(_ error: StoreError, while doing: String) async -> DaemonError {
+        if case .recordAltered = error {
+            await markAltered()
+            return .needsLogin(account: id, reason: StoreError.recordAlteredReason)
+        }
+        let problem = environment.store.health.problem ?? "store unavailable: \(error)"
+        logger.debug("store write failed", metadata: ["while": "\(doing)", "error": "\(error)"])
+        await drive(.storeRefused(reason: problem, at: environment.now()))
+        return .upstreamUnavailable(problem, retryAfter: backoffRemaining())
+    }
+
+    /// Saves the rotated tokens the store refused earlier; they stay in memory (and the account
+    /// in its backoff) when it refuses again.
+    func saveUnsavedTokens() async throws(DaemonError) {
+        guard state.unsavedSecrets != nil else { return }
+        await drive(.retrySave(at: environment.now()))
+        if state.unsavedSecrets != nil {
+            throw .upstreamUnavailable(state.trouble.retryReason ?? "the store cannot be written", retryAfter: backoffRemaining())
+        }
+    }
+
+    /// One refresh request: `refreshSession` for app passwords, the token endpoint with DPoP for OAuth.
+    private func rotate(_ old: AccountSecrets, sendBy: ContinuousClock.Instant?) async throws(SessionError) -> RotatedSession {
+        if state.record.authKind == .oauth { return try await rotateOAuth(old, sendBy: sendBy) }
+        let session = try await environment.sessions.refreshSession(pds: try requirePDSURL(), refreshJwt: old.refreshToken)
+        return RotatedSession(did: session.did, accessToken: session.accessJwt, refreshToken: session.refreshJwt,
+                              accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
+                              handle: session.handle)
+    }
+}

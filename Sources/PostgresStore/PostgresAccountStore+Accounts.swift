@@ -1,0 +1,192 @@
+import AccountStoreCore
+import Foundation
+import PostgresNIO
+
+extension PostgresAccountStore {
+    /// Registers accounts in one transaction (all or nothing). A record inserted with
+    /// `isDefault` takes over as the tenant's only default.
+    /// - Throws: `.duplicateDID` for the first DID the tenant has already.
+    public func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) async throws(StoreError) {
+        var rows: [(AccountRecord, Data)] = []
+        rows.reserveCapacity(accounts.count)
+        for account in accounts { rows.append((account.record, try sealer.seal(account.secrets, account: account.record.id))) }
+        // A default changes another row first, so those go one by one; the rest many per statement.
+        let chunks = rows.contains { $0.0.isDefault } ? rows.map { [$0] } : stride(from: 0, to: rows.count, by: Self.insertChunk)
+            .map { Array(rows[$0..<min($0 + Self.insertChunk, rows.count)]) }
+        let statements = chunks.map { (chunk: $0, query: notifying(insertStatement($0))) }
+        try await write("inserting accounts") { [self] session in
+            for (chunk, query) in statements {
+                if let record = chunk.first?.0, chunk.count == 1, record.isDefault {
+                    try await clearDefault(session, except: record.id, at: record.updatedAt)
+                }
+                // A taken id or DID inserts nothing instead of failing, which would abort the
+                // transaction before the conflict could be explained.
+                let inserted = Set(try await session.run(query).map { try $0.decode(UUID.self) })
+                guard inserted.count < chunk.count else { continue }
+                for (record, _) in chunk where !inserted.contains(record.id) {
+                    if let conflict = try await conflict(session, for: record) { throw conflict }
+                }
+                throw StoreError.database(context: "inserting accounts", reason: "another host registered an account at the same moment")
+            }
+        }
+    }
+
+    /// Rows per INSERT: 32 parameters each, under PostgreSQL's 65,535 per statement.
+    static let insertChunk = 1_000
+
+    private func insertStatement(_ chunk: [(AccountRecord, Data)]) -> PostgresQuery {
+        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "metadata_seal", "refresh_due_at"]
+            + Self.metadataColumns
+        var binds = PostgresBindings(capacity: columns.count * chunk.count)
+        var values: [String] = []
+        values.reserveCapacity(chunk.count)
+        for (index, (record, sealed)) in chunk.enumerated() {
+            let first = index * columns.count
+            values.append("(" + (1...columns.count).map { "$\(first + $0)" }.joined(separator: ", ") + ")")
+            binds.append(record.id)
+            binds.append(settings.tenant)
+            binds.append(record.isDefault)
+            binds.append(record.secretsVersion)
+            binds.append(ByteBuffer(bytes: sealed))
+            binds.append(seal(record))
+            // Due at once on the shared schedule, should this host die before it records the real date.
+            binds.append(record.state == .needsLogin ? nil : record.updatedAt.storedSeconds)
+            Self.metadataBinds(record, into: &binds)
+        }
+        return PostgresQuery(unsafeSQL: "INSERT INTO account (\(columns.joined(separator: ", "))) VALUES "
+            + values.joined(separator: ", ") + " ON CONFLICT DO NOTHING", binds: binds)
+    }
+
+    public func saveIdentity(_ record: AccountRecord) async throws(StoreError) {
+        let query = notifying("""
+            UPDATE account SET handle = \(record.handle), handle_verified = \(record.handleVerified), pds = \(record.pds),
+                oauth_scope = \(record.oauth?.scope), refresh_server = \(record.refreshServer),
+                metadata_seal = \(seal(record)), updated_at = \(record.updatedAt.storedSeconds)
+            WHERE tenant = \(settings.tenant) AND id = \(record.id)
+            """)
+        try await write("saving an account's identity") { session in
+            guard try await session.run(query).count == 1 else { throw StoreError.unknownAccount(record.id) }
+        }
+    }
+
+    /// Replaces an account's session in place: the session's columns and the sealed secrets in
+    /// one transaction; the id, creation date, default flag and profile stay.
+    public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) async throws(StoreError) -> Int64 {
+        let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: record.id))
+        let (tenant, metadataSeal) = (settings.tenant, seal(record))
+        return try await write("replacing an account's session") { [self] session in
+            try await updateSession(session, record)
+            try await session.run("DELETE FROM dpop_nonce WHERE account_id = \(record.id)")
+            let rows = try await session.run("""
+                UPDATE account SET sealed_secrets = \(sealed), metadata_seal = \(metadataSeal), secrets_version = secrets_version + 1,
+                    refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
+                    refresh_due_at = \(record.updatedAt.storedSeconds)
+                WHERE tenant = \(tenant) AND id = \(record.id) RETURNING secrets_version
+                """)
+            guard let row = rows.first else { throw StoreError.unknownAccount(record.id) }
+            return try row.decode(Int64.self)
+        }
+    }
+
+    public func setProfile(id: UUID, _ profile: AccountProfile?, at: Date) async throws(StoreError) {
+        let query = notifying("""
+            UPDATE account SET profile_display_name = \(profile?.displayName), profile_avatar = \(profile?.avatar),
+                profile_description = \(profile?.description), profile_fetched_at = \(profile?.fetchedAt.storedSeconds)
+            WHERE tenant = \(settings.tenant) AND id = \(id)
+            """)
+        try await write("saving an account's profile") { session in
+            guard try await session.run(query).count == 1 else { throw StoreError.unknownAccount(id) }
+        }
+    }
+
+    /// Makes this account the tenant's default and every other one not, in one transaction.
+    public func setDefault(id: UUID, at: Date) async throws(StoreError) {
+        let tenant = settings.tenant
+        let set = notifying("""
+            UPDATE account SET is_default = true, updated_at = \(at.storedSeconds)
+            WHERE tenant = \(tenant) AND id = \(id) AND NOT is_default
+            """)
+        try await write("setting the default account") { [self] session in
+            guard try await !session.run("SELECT 1 FROM account WHERE tenant = \(tenant) AND id = \(id)").isEmpty else {
+                throw StoreError.unknownAccount(id)
+            }
+            try await clearDefault(session, except: id, at: at)
+            try await session.run(set)
+        }
+    }
+
+    public func clearDefault(at: Date) async throws(StoreError) {
+        try await write("clearing the default account") { [self] session in try await clearDefault(session, except: nil, at: at) }
+    }
+
+    /// Removes an account and its secrets (and its nonces, by cascade), returning what was removed.
+    @discardableResult
+    public func delete(id: UUID) async throws(StoreError) -> AccountRecord {
+        let query = notifying("DELETE FROM account WHERE tenant = \(settings.tenant) AND id = \(id)", returning: Self.recordColumns)
+        return try await write("deleting an account") { [self] session in
+            guard let row = try await session.run(query).first else { throw StoreError.unknownAccount(id) }
+            return try verified(row)
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// Writes a new session's columns (never the id, creation date, default flag or profile).
+    func updateSession(_ session: PostgresSession, _ record: AccountRecord) async throws {
+        if let conflict = try await conflict(session, for: record, checkingID: false) { throw conflict }
+        let count = Self.sessionColumns.count
+        let assignments = Self.sessionColumns.enumerated().map { "\($1) = $\($0 + 1)" }.joined(separator: ", ")
+        var binds = PostgresBindings(capacity: count + 3)
+        Self.sessionBinds(record, into: &binds)
+        binds.append(settings.tenant)
+        binds.append(record.id)
+        let rows = try await session.run(notifying(PostgresQuery(
+            unsafeSQL: "UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2)", binds: binds)))
+        guard rows.count == 1 else { throw StoreError.unknownAccount(record.id) }
+    }
+
+    /// Clears the tenant's default (but `id`'s). Default changes of one tenant take turns under
+    /// a transaction-scoped advisory lock: a unique index is checked row by row, so two hosts
+    /// each clearing then setting a different default would otherwise collide on
+    /// `account_single_default` instead of the later one simply winning.
+    func clearDefault(_ session: PostgresSession, except id: UUID?, at: Date) async throws {
+        try await session.run("SELECT pg_advisory_xact_lock(hashtextextended(\(Self.defaultLockPrefix + settings.tenant), 0))")
+        try await session.run(notifying("""
+            UPDATE account SET is_default = false, updated_at = \(at.storedSeconds)
+            WHERE tenant = \(settings.tenant) AND is_default AND id IS DISTINCT FROM \(id)
+            """))
+    }
+
+    /// `statement` (an INSERT, UPDATE or DELETE of accounts, without RETURNING) with every row it
+    /// touches announced to the other hosts, in the same statement: the NOTIFY goes out when the
+    /// transaction commits, and never without it. The rows come back with `columns`.
+    func notifying(_ statement: PostgresQuery, returning columns: String = "id") -> PostgresQuery {
+        var query = statement
+        query.binds.append(notifyPrefix)
+        query.sql = """
+            WITH changed AS (\(statement.sql) RETURNING \(columns))
+            SELECT changed.*, pg_notify('\(Self.channel)', $\(query.binds.count) || changed.id::text) FROM changed
+            """
+        return query
+    }
+
+    /// The store error explaining why `record` would break a uniqueness rule, if it would.
+    func conflict(_ session: PostgresSession, for record: AccountRecord, checkingID: Bool = true) async throws -> StoreError? {
+        let rows = try await session.run("""
+            SELECT id FROM account WHERE tenant = \(settings.tenant) AND did = \(record.did) AND id <> \(record.id)
+            """)
+        if let existing = rows.first { return .duplicateDID(existing: try existing.decode(UUID.self)) }
+        guard checkingID else { return nil }
+        let taken = try await session.run("SELECT 1 FROM account WHERE id = \(record.id)")
+        return taken.isEmpty ? nil : .duplicateAccountID(record.id)
+    }
+
+    /// Binds for a statement written with `$n` placeholders; nil binds SQL NULL.
+    static func binds(_ values: (any PostgresDynamicTypeEncodable)?...) -> PostgresBindings {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            if let value { binds.append(value) } else { binds.appendNull() }
+        }
+        return binds
+    }
+}

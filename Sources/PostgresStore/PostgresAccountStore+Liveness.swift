@@ -1,0 +1,75 @@
+import AccountStoreCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Hosts' liveness, so that no host takes over an account whose lease holder is alive.
+///
+/// Every host writes "alive until" (the database's clock plus `aliveFor`) every `beat` on its
+/// listening connection, and the tenant's last beat. A lease that ran out is taken over only
+/// when its holder's liveness ran out too: a host holding rotated tokens it could not save
+/// keeps the account while it lives, however long the save takes.
+///
+/// Time the database was away from every host (it stopped, or the network to it) is not
+/// counted: the first beat after such a gap moves every lease and every liveness forward by the
+/// gap, and until a beat has come since, nothing is taken over. A host then has its remaining
+/// lease to come back, whatever how long the database was gone.
+extension PostgresAccountStore {
+    /// The database's clock as stored dates are (seconds since 2001-01-01).
+    static let databaseNow = "(extract(epoch FROM clock_timestamp())::double precision - 978307200)"
+
+    /// How often this host says it is alive: a quarter of the lease, at most 10 s.
+    var beat: TimeInterval { min(10, settings.leaseDuration / 4) }
+    /// How long one beat keeps a host alive: three beats.
+    var aliveFor: TimeInterval { 3 * beat }
+    /// A tenant whose last beat is older than this was away from every host.
+    var outageGap: TimeInterval { 3 * beat }
+
+    /// One beat, in one transaction on `connection`: moves leases and liveness over a gap
+    /// every host was away for, then records this host's liveness. Returns the database's
+    /// clock, for the skew check.
+    func heartbeat(on connection: PostgresConnection) async throws -> Date {
+        let (tenant, me, aliveFor, outageGap) = (settings.tenant, leaseOwner, aliveFor, outageGap)
+        let session = PostgresSession(connection: connection, logger: logger)
+        try await session.run("BEGIN")
+        do {
+            // The tenant's clock row first (hosts beating together take turns), then the time.
+            let lastBeat = try await session.run("SELECT last_beat FROM blueskyd_clock WHERE tenant = \(tenant) FOR UPDATE")
+                .first?.decode(Double.self)
+            guard let now = try await session.run("SELECT \(unescaped: Self.databaseNow)").first?.decode(Double.self) else {
+                throw StoreError.database(context: "saying this host is alive", reason: "the database's clock could not be read")
+            }
+            if let lastBeat, now - lastBeat > outageGap {
+                let gap = now - lastBeat
+                try await session.run("""
+                    UPDATE account SET lease_expires_at = lease_expires_at + \(gap)
+                    WHERE tenant = \(tenant) AND lease_expires_at IS NOT NULL
+                    """)
+                try await session.run("UPDATE blueskyd_host SET alive_until = alive_until + \(gap) WHERE tenant = \(tenant)")
+                logger.notice("the database was away from every host; leases were moved on by that long", metadata: [
+                    "gapSeconds": "\(Int(gap))"])
+            }
+            try await session.run("""
+                INSERT INTO blueskyd_clock (tenant, last_beat) VALUES (\(tenant), \(now))
+                ON CONFLICT (tenant) DO UPDATE SET last_beat = greatest(blueskyd_clock.last_beat, excluded.last_beat)
+                """)
+            try await session.run("""
+                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(now + aliveFor))
+                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                """)
+            try await session.run("COMMIT")
+            return Date(storedSeconds: now)
+        } catch {
+            if !connection.isClosed { _ = try? await session.run("ROLLBACK") }
+            throw error
+        }
+    }
+
+    /// Says this host is gone (a clean stop): its leases may be taken over once they run out.
+    func forgetLiveness() async {
+        let (tenant, me) = (settings.tenant, leaseOwner)
+        _ = try? await write("saying this host stops") { session in
+            try await session.run("DELETE FROM blueskyd_host WHERE tenant = \(tenant) AND owner = \(me)")
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import AccountStoreCore
+import Foundation
+import GRDB
+
+extension SQLiteAccountStore {
+    public func account(id: UUID) async throws(StoreError) -> AccountRecord? {
+        try await performRead("looking up an account by id") { db in
+            try Row.fetchOne(db, AccountRecord.filter(key: id)).map(self.verified)
+        }
+    }
+
+    public func account(did: String) async throws(StoreError) -> AccountRecord? {
+        try await performRead("looking up an account by DID") { db in
+            try Row.fetchOne(db, AccountRecord.filter(AccountColumn.did == did)).map(self.verified)
+        }
+    }
+
+    public func accounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [AccountRecord] {
+        try await performRead("listing accounts") { db in
+            var request = AccountRecord.order(AccountColumn.createdAt, AccountColumn.id).limit(limit)
+            if let key {
+                request = request.filter(sql: "(created_at, id) > (?, ?)", arguments: [key.createdAt.storedSeconds, key.id])
+            }
+            return try Row.fetchAll(db, request).map(self.verified)
+        }
+    }
+
+    public func count() async throws(StoreError) -> Int {
+        try await performRead("counting accounts") { db in
+            try AccountRecord.fetchCount(db)
+        }
+    }
+
+    /// Opens the sealed secrets of one account, once its metadata seal holds: tokens of a row
+    /// rewritten outside blueskyd are never handed out.
+    public func secrets(for id: UUID) async throws(StoreError) -> AccountSecrets {
+        let found = try await performRead("reading account secrets") { db -> (AccountRecord, Data)? in
+            let request = AccountRecord.filter(key: id).select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets])
+            guard let row = try Row.fetchOne(db, request) else { return nil }
+            return (try self.verified(row), row[AccountColumn.sealedSecrets])
+        }
+        guard let (record, blob) = found else { throw StoreError.unknownAccount(id) }
+        guard !record.isAltered else { throw StoreError.recordAltered(account: id) }
+        return try sealer.open(blob, account: id)
+    }
+
+    public func verifyKey() async throws(StoreError) {
+        let sample = try await performRead("checking the store key") { db -> (UUID, Data)? in
+            guard let row = try Row.fetchOne(db, sql: "SELECT id, sealed_secrets FROM account ORDER BY created_at LIMIT 1")
+            else { return nil }
+            return (row["id"], row["sealed_secrets"])
+        }
+        if let (id, blob) = sample { _ = try sealer.open(blob, account: id) }
+        _ = try await clientKeys()
+    }
+}

@@ -1,0 +1,56 @@
+import AccountStoreCore
+import BlueskyTesting
+import Foundation
+import PostgresStore
+import Testing
+
+/// No host takes over an account whose lease holder is alive, and time the database was away
+/// from every host counts against no lease.
+@Suite("Hosts' liveness on the shared store", .timeLimit(.minutes(2)))
+struct LivenessTests {
+    @Test("a lease that ran out is not taken over while its holder says it is alive; it is once the holder stops")
+    func liveHolderKeepsItsLease() async throws {
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 2) { a, b in
+            let record = Fixtures.record()
+            try await a.insert(record, secrets: Fixtures.secrets())
+            await a.observeChanges { _ in }  // A beats every half second
+            let started = Date()
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
+            try await Task.sleep(for: .seconds(3))
+            let held = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
+            guard case .held(let holder, _) = held else { Issue.record("A lives: expected held, got \(held)"); return }
+            #expect(holder == a.leaseOwner)
+            // A stops (its liveness goes with it): B takes the account, told a refresh was left unfinished.
+            await a.close()
+            #expect(try await b.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: started))
+        }
+    }
+
+    @Test("the database away from every host: no lease is taken over until a beat, which moves leases on by the gap")
+    func outageIsNotCounted() async throws {
+        let server = try SharedTestDatabase.server
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 4) { a, b in
+            let record = Fixtures.record()
+            try await a.insert(record, secrets: Fixtures.secrets())
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
+            await b.observeChanges { _ in }  // B beats; A never does (it "died" holding the lease)
+            try await Task.sleep(for: .seconds(1.5))
+            // As if the database had been away from both hosts for 60 s: every beat, lease and
+            // liveness 60 s old.
+            let id = record.id.uuidString.lowercased()
+            _ = try server.psql("""
+                UPDATE blueskyd_clock SET last_beat = last_beat - 60 WHERE tenant = (SELECT tenant FROM account WHERE id = '\(id)');
+                UPDATE account SET lease_expires_at = lease_expires_at - 60 WHERE id = '\(id)';
+                """, database: SharedTestDatabase.database)
+            let justBack = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
+            guard case .held = justBack else { Issue.record("just back: expected held, got \(justBack)"); return }
+            // B's next beat finds the gap and moves the lease on by it: still A's for ~4 s.
+            try await Task.sleep(for: .seconds(1.5))
+            let moved = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
+            guard case .held(let holder, let until) = moved else { Issue.record("moved on: expected held, got \(moved)"); return }
+            #expect(holder == a.leaseOwner && until > Date())
+            try await Task.sleep(for: .seconds(until.timeIntervalSinceNow + 0.5))
+            #expect(try await b.claimRefresh(id: record.id, expecting: 1, at: Date()) != moved, "then it runs out as any lease")
+        }
+    }
+}

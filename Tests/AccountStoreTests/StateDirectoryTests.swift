@@ -1,0 +1,69 @@
+import AccountStoreCore
+import Foundation
+import Testing
+
+@Suite("State directory and instance lock")
+struct StateDirectoryTests {
+    @Test("resolves XDG_STATE_HOME, then ~/.local/state, and an explicit path wins")
+    func resolution() async throws {
+        #expect(try StateDirectory.resolve(environment: ["XDG_STATE_HOME": "/x/state", "HOME": "/home/u"]).path
+            == "/x/state/blueskyd")
+        #expect(try StateDirectory.resolve(environment: ["HOME": "/home/u"]).path == "/home/u/.local/state/blueskyd")
+        #expect(try StateDirectory.resolve(environment: ["XDG_STATE_HOME": "relative", "HOME": "/home/u"]).path
+            == "/home/u/.local/state/blueskyd")
+        #expect(try StateDirectory.resolve(explicitPath: "/srv/bsky", environment: ["XDG_STATE_HOME": "/x"]).path
+            == "/srv/bsky")
+    }
+
+    @Test("the directory is created with mode 0700")
+    func createdPrivate() async throws {
+        let parent = try TemporaryDirectory()
+        defer { parent.remove() }
+        let state = try StateDirectory(environment: ["XDG_STATE_HOME": parent.path])
+        #expect(state.url.path == parent.appending("blueskyd").path)
+        #expect(try Fixtures.permissions(of: state.url.path) == 0o700)
+    }
+
+    @Test("a second lock attempt fails while the first is held, and succeeds after release")
+    func lockIsExclusiveInProcess() async throws {
+        let parent = try TemporaryDirectory()
+        defer { parent.remove() }
+        let state = try StateDirectory(path: parent.appending("blueskyd"))
+        let lock = try state.acquireInstanceLock()
+
+        let error = await #expect(throws: StoreError.self) { try state.acquireInstanceLock() }
+        #expect(error == .alreadyRunning(pid: getpid(), directory: state.url.path))
+        #expect(error?.description == "another blueskyd (pid \(getpid())) is already using \(state.url.path)")
+
+        lock.release()
+        #expect(!lock.isHeld)
+        let again = try state.acquireInstanceLock()
+        #expect(again.isHeld)
+        #expect(try Fixtures.permissions(of: state.lockFile.path) == 0o600)
+    }
+
+    @Test("another process cannot take the lock while it is held",
+          .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/flock")))
+    func lockSeenByChildProcess() async throws {
+        let parent = try TemporaryDirectory()
+        defer { parent.remove() }
+        let state = try StateDirectory(path: parent.appending("blueskyd"))
+        let lock = try state.acquireInstanceLock()
+        #expect(try Self.flockNonBlocking(state.lockFile.path) != 0)
+        #expect(String(decoding: FileManager.default.contents(atPath: state.lockFile.path) ?? Data(), as: UTF8.self)
+            == "\(getpid())\n")
+
+        lock.release()
+        #expect(try Self.flockNonBlocking(state.lockFile.path) == 0)
+    }
+
+    /// Runs `flock -n <path> true` (util-linux) and returns its exit status.
+    private static func flockNonBlocking(_ path: String) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        process.arguments = ["-n", path, "true"]
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+}

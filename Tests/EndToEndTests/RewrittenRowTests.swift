@@ -1,0 +1,128 @@
+import ATTestbed
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+/// Someone who can write the database but holds no store key points accounts at their own
+/// server and tells the host: no token leaves for it, and the accounts need a new login.
+@Suite("Several hosts: a tenant's own role, and rows rewritten behind blueskyd's back")
+struct RewrittenRowTests {
+    @Test("""
+        a host connected as its tenant's own role (row-level security) sees its accounts only; an app-password and an \
+        OAuth account whose PDS and token endpoint are rewritten in the database (NOTIFY sent) need a login, no \
+        request reaches the new server, before or after a restart; a new login mends the account
+        """, .timeLimit(.minutes(4)))
+    func rewrittenRowSendsNothing() async throws {
+        try HermeticNetwork.require()
+        let directory = try TemporaryDirectory("blueskyd-rewritten")
+        let database = try PostgresServer.start()
+        let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
+            config.accessTokenLifetime = .seconds(3600)
+            config.oauthAccessTokenLifetime = .seconds(3600)
+        }
+        // pds.tb63.test and auth.tb63.test resolve to 127.0.0.63 in the hermetic network.
+        let intruder = try await BlackHole.start(host: "127.0.0.63", port: 443)
+        var host: DaemonProcess?
+        var seeding: SeededSharedStore?
+        try await withTearDown {
+            await host?.stop()
+            await seeding?.close()
+            await intruder.stop()
+            try? await testbed.shutdown()
+            database.destroy()
+            directory.remove()
+        } run: {
+            // The owner creates the schema and seeds; then tenant "alice" gets a role of its own.
+            let (ownerURL, ownerPassword) = try SharedStoreHosts.createDatabase(on: database)
+            let store = try await SeededSharedStore(url: ownerURL, password: ownerPassword, tenant: "alice",
+                                                    keyDirectory: directory.file("seeding"))
+            seeding = store
+            let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth0"], accessExpiresAt: Date().addingTimeInterval(3600))
+            let oauthID = try #require(try await store.write(count: 1, account: { _ in
+                SeededOAuthAccounts.account(minted[0].session, key: minted[0].key, isDefault: false,
+                                            issuer: testbed.oauthIssuer, pdsURL: testbed.pdsURL, issuedAt: Date())
+            }, due: { _ in .distantFuture }).first)
+            await store.close()
+            let neighbour = try await SeededSharedStore(url: ownerURL, password: ownerPassword, tenant: "bob",
+                                                        keyDirectory: directory.file("seeding-bob"))
+            let bobsAccount = try SeededOAuthAccounts.mint(at: testbed, names: ["bob0"], accessExpiresAt: Date().addingTimeInterval(3600))
+            try await neighbour.write(count: 1, account: { _ in
+                SeededOAuthAccounts.account(bobsAccount[0].session, key: bobsAccount[0].key, isDefault: false,
+                                            issuer: testbed.oauthIssuer, pdsURL: testbed.pdsURL, issuedAt: Date())
+            }, due: { _ in .distantFuture })
+            await neighbour.close()
+            seeding = nil
+            let rolePassword = try SharedStoreHosts.createTenantRole("alice", in: "blueskyd", on: database)
+            let config = try SharedStoreHosts.writeConfiguration(
+                in: directory.path, url: database.url(user: "alice", database: "blueskyd") + "?sslmode=disable",
+                password: rolePassword, tenant: "alice", extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
+            host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: store.keyHex, config: config, testbed: testbed)
+            let daemon = try #require(host)
+
+            var spec = AccountSpec(name: "app0")
+            spec.publishWellKnown = true
+            let appAccount = await testbed.createAccount(spec)
+            let added = try await daemon.call("accounts.add", ["identifier": .string(appAccount.did),
+                                                              "password": .string(appAccount.appPassword)])
+            let appID = try #require(added["account"]?["id"]?.stringValue)
+            let ids = [appID, oauthID.uuidString.lowercased()]
+            #expect(try await daemon.call("daemon.status")["accounts"]?.intValue == 2, "tenant bob's account is not alice's")
+            // Everything a host does works under its tenant's role: claims, saves, nonces, liveness.
+            for id in ids { _ = try await daemon.call("accounts.refresh", ["account": .string(id), "force": true]) }
+
+            _ = try database.psql("""
+                UPDATE account SET pds = 'https://pds.tb63.test' WHERE tenant = 'alice';
+                UPDATE account SET oauth_token_endpoint = 'https://auth.tb63.test/oauth/token' WHERE tenant = 'alice' AND oauth_issuer IS NOT NULL;
+                SELECT pg_notify('blueskyd_accounts', 'alice intruder/0 ' || id) FROM account WHERE tenant = 'alice';
+                """, database: "blueskyd")
+            try await expectNeedsLogin(daemon, ids, pds: testbed.pdsURL)
+            try await expectRefused(daemon, [appAccount.did, minted[0].session.did], ids)
+
+            // A restart reads the rows afresh: the seal still fails, and nothing is sent.
+            await daemon.stop()
+            host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: store.keyHex, config: config, testbed: testbed)
+            let restarted = try #require(host)
+            try await expectRefused(restarted, [appAccount.did, minted[0].session.did], ids)
+            #expect(intruder.connections == 0, "no request left for the server the rows were pointed at")
+
+            // A new login writes the account afresh, sealed: it works again.
+            _ = try await restarted.call("accounts.add", ["identifier": .string(appAccount.did),
+                                                          "password": .string(appAccount.appPassword)])
+            let view = try await restarted.call("accounts.list")["accounts"]?.arrayValue?.first { $0["id"]?.stringValue == appID }
+            #expect(view?["state"] == "active" && view?["pds"]?.stringValue == testbed.pdsURL, "\(view ?? .null)")
+            let reply = try await restarted.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": .string(appAccount.did),
+                                                               "params": ["actor": .string(appAccount.did)]])
+            #expect(reply["status"] == 200)
+            #expect(intruder.connections == 0)
+        }
+    }
+
+    private func expectNeedsLogin(_ daemon: DaemonProcess, _ ids: [String], pds: String) async throws {
+        try await waitUntil("both accounts need a login", timeout: .seconds(30)) {
+            let views = try await daemon.call("accounts.list")["accounts"]?.arrayValue ?? []
+            return ids.allSatisfy { id in views.contains { $0["id"]?.stringValue == id && $0["state"] == "needs-login" } }
+        }
+        for view in try await daemon.call("accounts.list")["accounts"]?.arrayValue ?? [] {
+            #expect(view["stateReason"]?.stringValue?.contains("changed outside blueskyd") == true, "\(view)")
+            #expect(view["pds"]?.stringValue == pds, "the rewritten PDS was not taken: \(view)")
+        }
+    }
+
+    private func expectRefused(_ daemon: DaemonProcess, _ dids: [String], _ ids: [String]) async throws {
+        for did in dids {
+            do {
+                _ = try await daemon.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": .string(did),
+                                                        "params": ["actor": .string(did)]])
+                Issue.record("a call for a rewritten account must fail")
+            } catch let error as RPCError {
+                #expect(error.name == "NeedsLogin", "\(error)")
+            }
+        }
+        for id in ids {
+            await #expect(throws: RPCError.self) {
+                try await daemon.call("accounts.refresh", ["account": .string(id), "force": true])
+            }
+        }
+    }
+}
