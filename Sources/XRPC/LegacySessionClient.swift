@@ -69,8 +69,15 @@ public struct LegacySessionClient: Sendable {
         do {
             response = try await http.send(request.outbound(authorization: authorization), timeout: timeout)
         } catch {
-            if error.isTransient { throw .noAnswer(error.description) }
-            throw .protocolViolation(error.description)
+            switch error {
+            case .invalidURL, .insecureURL, .unusableCAFile:
+                // Refused before anything was sent.
+                throw .protocolViolation(error.description)
+            case .timedOut, .unreachable, .bodyTooLarge, .mayHaveBeenReceived:
+                // The server may have read the request (and, for a refresh, rotated the token):
+                // an answer too large to read is still an answer lost.
+                throw .noAnswer(error.description)
+            }
         }
         guard (200..<300).contains(response.status) else { throw classify(response) }
         return response

@@ -37,6 +37,40 @@ struct RefreshVerdictTests {
         }
     }
 
+    /// One canned outcome for every request.
+    private struct CannedHTTP: HTTPFetching {
+        let outcome: Result<InboundResponse, HTTPError>
+        func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
+            try outcome.get()
+        }
+    }
+
+    @Test("""
+        an answer that may have rotated the token (a body over the size limit, a 200 that is no session, a request \
+        that may have arrived) is no answer: the mark stays; a request that never left is not
+        """)
+    func mayHaveRotated() async throws {
+        let pds = try #require(URL(string: "https://pds.test"))
+        let outcomes: [(Result<InboundResponse, HTTPError>, Bool)] = [
+            (.failure(.bodyTooLarge("https://pds.test/xrpc/com.atproto.server.refreshSession", limit: 1 << 20)), true),
+            (.failure(.mayHaveBeenReceived("https://pds.test/xrpc/com.atproto.server.refreshSession")), true),
+            (.success(response(200, "<html>maintenance</html>")), true),
+            (.success(response(200, #"{"did":"did:plc:alice"}"#)), true),
+            (.failure(.insecureURL("http://pds.test/xrpc/com.atproto.server.refreshSession")), false),
+        ]
+        for (outcome, mayHaveRotated) in outcomes {
+            let client = LegacySessionClient(http: CannedHTTP(outcome: outcome))
+            do {
+                _ = try await client.refreshSession(pds: pds, refreshJwt: "r1")
+                Issue.record("\(outcome) must fail the refresh")
+            } catch {
+                if case .noAnswer = error { #expect(mayHaveRotated, "\(outcome) never reached the server: \(error)") } else {
+                    #expect(!mayHaveRotated, "\(outcome) may have rotated the token, yet: \(error)")
+                }
+            }
+        }
+    }
+
     @Test("Retry-After in seconds or as an HTTP date, then RateLimit-Reset as a Unix time or seconds")
     func serverAskedWait() throws {
         let now = Date(timeIntervalSince1970: 1_795_000_000)
