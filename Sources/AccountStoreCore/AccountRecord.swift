@@ -160,6 +160,15 @@ extension AccountRecord {
 extension AccountRecord {
     /// Whether the store found the account's row rewritten outside blueskyd (its metadata seal
     /// does not hold): it needs a new login, and its tokens go nowhere meanwhile.
+    /// Takes what an identity check found (`saveIdentity`): the handle, whether it is
+    /// verified, the PDS; nothing else of `other`, which may be older than this record.
+    public mutating func merge(identityOf other: AccountRecord) {
+        handle = other.handle
+        handleVerified = other.handleVerified
+        pds = other.pds
+        updatedAt = other.updatedAt
+    }
+
     public var isAltered: Bool { state == .needsLogin && stateReason == StoreError.recordAlteredReason }
 
     /// The record as a store hands back a row whose metadata seal does not hold.

@@ -29,10 +29,12 @@ public protocol AccountStore: AnyObject, Sendable {
     /// - Throws: `.duplicateDID` for the first DID already registered (or repeated in the batch).
     func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) async throws(StoreError)
     /// Saves what may change about an account's identity: its handle (and whether it is
-    /// verified), its PDS and its OAuth scope; nothing else. Tokens, expiries, state, profile
-    /// and the default each have their own write, so that a write made from a stale in-memory
-    /// record (another host changed the account meanwhile) cannot roll any of them back.
-    /// - Throws: `.unknownAccount`.
+    /// verified) and its PDS; nothing else. Tokens, expiries, state, profile, scope and the
+    /// default each have their own write, so that a write made from a stale in-memory record
+    /// (another host changed the account meanwhile) cannot roll any of them back; the row's
+    /// metadata seal is made again from the row as it is then.
+    /// - Throws: `.unknownAccount`, `.recordAltered` (the row's seal already failed: it is not
+    ///   sealed again).
     func saveIdentity(_ record: AccountRecord) async throws(StoreError)
     /// Replaces an account's session in place (a new login of a known account), keeping its
     /// id, creation date, default flag and profile; returns the new secrets version.

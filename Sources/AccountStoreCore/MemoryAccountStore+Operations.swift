@@ -19,11 +19,7 @@ extension MemoryAccountStore {
     public func saveIdentity(_ record: AccountRecord) async throws(StoreError) {
         try await write(.saveIdentity) { tables throws(StoreError) in
             guard var row = tables.rows[record.id] else { throw .unknownAccount(record.id) }
-            row.record.handle = record.handle
-            row.record.handleVerified = record.handleVerified
-            row.record.pds = record.pds
-            if let scope = record.oauth?.scope { row.record.oauth?.scope = scope }
-            row.record.updatedAt = record.updatedAt
+            row.record.merge(identityOf: record)
             tables.rows[record.id] = row
             return ((), [record.id])
         }

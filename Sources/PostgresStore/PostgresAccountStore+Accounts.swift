@@ -58,14 +58,21 @@ extension PostgresAccountStore {
     }
 
     public func saveIdentity(_ record: AccountRecord) async throws(StoreError) {
-        let query = notifying("""
-            UPDATE account SET handle = \(record.handle), handle_verified = \(record.handleVerified), pds = \(record.pds),
-                oauth_scope = \(record.oauth?.scope), refresh_server = \(record.refreshServer),
-                metadata_seal = \(seal(record)), updated_at = \(record.updatedAt.storedSeconds)
-            WHERE tenant = \(settings.tenant) AND id = \(record.id)
-            """)
-        try await write("saving an account's identity") { session in
-            guard try await session.run(query).count == 1 else { throw StoreError.unknownAccount(record.id) }
+        let tenant = settings.tenant
+        try await write("saving an account's identity") { [self] session in
+            // Merged into the row as it is now and sealed from it: `record` may be older than a
+            // login stored meanwhile, whose auth kind and endpoints must not be sealed over.
+            guard let row = try await session.run(PostgresQuery(
+                unsafeSQL: "SELECT \(Self.recordColumns) FROM account WHERE tenant = $1 AND id = $2 FOR UPDATE",
+                binds: Self.binds(tenant, record.id))).first else { throw StoreError.unknownAccount(record.id) }
+            var stored = try verified(row)
+            guard !stored.isAltered else { throw StoreError.recordAltered(account: record.id) }
+            stored.merge(identityOf: record)
+            try await session.run(notifying("""
+                UPDATE account SET handle = \(stored.handle), handle_verified = \(stored.handleVerified), pds = \(stored.pds),
+                    refresh_server = \(stored.refreshServer), metadata_seal = \(seal(stored)), updated_at = \(stored.updatedAt.storedSeconds)
+                WHERE tenant = \(tenant) AND id = \(record.id)
+                """))
         }
     }
 

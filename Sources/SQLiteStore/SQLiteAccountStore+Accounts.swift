@@ -30,16 +30,18 @@ extension SQLiteAccountStore {
     }
 
     public func saveIdentity(_ record: AccountRecord) async throws(StoreError) {
-        let metadataSeal = seal(record)
-        try await performWrite("saving an account's identity") { db in
+        try await performWrite("saving an account's identity") { [self] db in
+            // Merged into the row as it is now and sealed from it: `record` may be older than a
+            // login stored meanwhile, whose auth kind and endpoints must not be sealed over.
+            guard let row = try Row.fetchOne(db, AccountRecord.filter(key: record.id)) else {
+                throw StoreError.unknownAccount(record.id)
+            }
+            var stored = try verified(row)
+            guard !stored.isAltered else { throw StoreError.recordAltered(account: record.id) }
+            stored.merge(identityOf: record)
             try db.execute(
-                sql: """
-                    UPDATE account SET handle = ?, handle_verified = ?, pds = ?, oauth_scope = ?, metadata_seal = ?, updated_at = ?
-                    WHERE id = ?
-                    """,
-                arguments: [record.handle, record.handleVerified, record.pds, record.oauth?.scope, metadataSeal,
-                            record.updatedAt.storedSeconds, record.id])
-            guard db.changesCount == 1 else { throw StoreError.unknownAccount(record.id) }
+                sql: "UPDATE account SET handle = ?, handle_verified = ?, pds = ?, metadata_seal = ?, updated_at = ? WHERE id = ?",
+                arguments: [stored.handle, stored.handleVerified, stored.pds, seal(stored), stored.updatedAt.storedSeconds, record.id])
         }
     }
 

@@ -9,7 +9,7 @@ struct AccountStoreTests {
     func roundTrip() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let base = Date()
         let first = Fixtures.record(handle: "alice.test", createdAt: base)
         var second = Fixtures.record(handle: "bob.test", createdAt: base.addingTimeInterval(1))
@@ -41,12 +41,12 @@ struct AccountStoreTests {
         let secrets = Fixtures.secrets()
         let madeDefaultAt = record.createdAt.addingTimeInterval(60)
         do {
-            let store = try await Fixtures.openStore(in: directory.url, key: key)
+            let store = try Fixtures.openStore(in: directory.url, key: key)
             try await store.insert(record, secrets: secrets)
             try await store.setDefault(id: record.id, at: madeDefaultAt)
             await store.close()
         }
-        let reopened = try await Fixtures.openStore(in: directory.url, key: key)
+        let reopened = try Fixtures.openStore(in: directory.url, key: key)
         var expected = record
         expected.isDefault = true
         expected.updatedAt = madeDefaultAt
@@ -59,7 +59,7 @@ struct AccountStoreTests {
     func duplicateDID() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let original = Fixtures.record(did: "did:plc:duplicate")
         try await store.insert(original, secrets: Fixtures.secrets())
 
@@ -75,7 +75,7 @@ struct AccountStoreTests {
     func setDefaultIsExclusive() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let accounts = (0..<3).map { Fixtures.record(createdAt: Date().addingTimeInterval(Double($0))) }
         for account in accounts { try await store.insert(account, secrets: Fixtures.secrets()) }
         #expect(try await store.defaultAccount() == nil)
@@ -100,7 +100,7 @@ struct AccountStoreTests {
     func deleteDefault() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let kept = Fixtures.record()
         let removed = Fixtures.record()
         try await store.insert(kept, secrets: Fixtures.secrets())
@@ -120,7 +120,7 @@ struct AccountStoreTests {
     func identitySave() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let record = Fixtures.record(handle: "old.test")
         let secrets = Fixtures.secrets()
         try await store.insert(record, secrets: secrets)
@@ -146,7 +146,7 @@ struct AccountStoreTests {
     func refreshLifecycle() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let record = Fixtures.record()
         try await store.insert(record, secrets: Fixtures.secrets())
 
@@ -195,7 +195,7 @@ struct AccountStoreTests {
     func batchIsAllOrNothing() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let first = Fixtures.record(did: "did:plc:same")
         let batch = [
             (record: Fixtures.record(), secrets: Fixtures.secrets()),
@@ -212,7 +212,7 @@ struct AccountStoreTests {
     func hundredThousandAccounts() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let total = 100_000
         let batchSize = 10_000
         let base = Date()

@@ -23,11 +23,11 @@ struct OAuthStoreTests {
         let secrets = AccountSecrets(accessToken: "at-\(UUID())", refreshToken: "rt-\(UUID())",
                                      dpopPrivateKey: Data((0..<32).map { UInt8($0) }))
         do {
-            let store = try await Fixtures.openStore(in: directory.url, key: key)
+            let store = try Fixtures.openStore(in: directory.url, key: key)
             try await store.insert(record, secrets: secrets)
             await store.close()
         }
-        let store = try await Fixtures.openStore(in: directory.url, key: key)
+        let store = try Fixtures.openStore(in: directory.url, key: key)
         #expect(try await store.account(id: record.id) == record)
         #expect(try await store.secrets(for: record.id) == secrets)
         #expect(record.oauth?.sessionEndsAt == record.oauth!.sessionStartedAt.addingTimeInterval(14 * 24 * 3600))
@@ -44,7 +44,7 @@ struct OAuthStoreTests {
         #expect(Self.oauthInfo(started: start, kind: .hostedPublic).sessionEndsAt == start.addingTimeInterval(14 * 86_400))
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let record = Fixtures.record()
         try await store.insert(record, secrets: Fixtures.secrets())
         #expect(try await store.account(id: record.id)?.oauth == nil)
@@ -54,7 +54,7 @@ struct OAuthStoreTests {
     func upgradeInPlace() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let record = Fixtures.record(isDefault: true)
         let other = Fixtures.record()
         try await store.insert(record, secrets: Fixtures.secrets())
@@ -66,7 +66,7 @@ struct OAuthStoreTests {
         upgraded.oauth = Self.oauthInfo(started: Date())
         upgraded.isDefault = false  // ignored: only setDefault changes it
         let secrets = AccountSecrets(accessToken: "new-at", refreshToken: "new-rt", dpopPrivateKey: Data(repeating: 7, count: 32))
-        try await store.replaceSession(upgraded, secrets: secrets)
+        _ = try await store.replaceSession(upgraded, secrets: secrets)
         let stored = try #require(try await store.account(id: record.id))
         #expect(stored.authKind == .oauth && stored.oauth == upgraded.oauth)
         #expect(stored.isDefault, "still the default")
@@ -76,11 +76,11 @@ struct OAuthStoreTests {
 
         var clash = other
         clash.did = record.did
-        await #expect(throws: StoreError.duplicateDID(existing: record.id)) { try await store.replaceSession(clash, secrets: secrets) }
+        await #expect(throws: StoreError.duplicateDID(existing: record.id)) { _ = try await store.replaceSession(clash, secrets: secrets) }
         await #expect(throws: StoreError.unknownAccount(UUID(uuidString: "00000000-0000-0000-0000-000000000001")!)) {
             var missing = other
             missing.id = UUID(uuidString: "00000000-0000-0000-0000-000000000001")!
-            try await store.replaceSession(missing, secrets: secrets)
+            _ = try await store.replaceSession(missing, secrets: secrets)
         }
     }
 
@@ -89,7 +89,7 @@ struct OAuthStoreTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let key = SymmetricKey(size: .bits256)
-        let store = try await Fixtures.openStore(in: directory.url, key: key)
+        let store = try Fixtures.openStore(in: directory.url, key: key)
         let a = Fixtures.record(), b = Fixtures.record()
         try await store.insert(a, secrets: Fixtures.secrets())
         try await store.insert(b, secrets: Fixtures.secrets())
@@ -125,14 +125,14 @@ struct OAuthStoreTests {
         info.clientKeyID = first.keyID
         record.oauth = info
         do {
-            let store = try await Fixtures.openStore(in: directory.url, key: key)
+            let store = try Fixtures.openStore(in: directory.url, key: key)
             try await store.addClientKey(second)
             try await store.addClientKey(first)
             await #expect(throws: StoreError.self) { try await store.addClientKey(first) }
             try await store.insert(record, secrets: Fixtures.secrets())
             await store.close()
         }
-        let store = try await Fixtures.openStore(in: directory.url, key: key)
+        let store = try Fixtures.openStore(in: directory.url, key: key)
         #expect(try await store.clientKeys() == [first, second], "oldest first")
         #expect(try await store.account(id: record.id)?.oauth?.clientKeyID == first.keyID)
         #expect(try await store.clientKeyIDsInUse() == [first.keyID])
@@ -144,7 +144,7 @@ struct OAuthStoreTests {
         #expect(file.range(of: first.privateKey) == nil, "never in clear")
 
         // Another store key cannot open it, and says which key is unreadable.
-        let other = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let other = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         await #expect(throws: StoreError.clientKeyDoesNotOpen(keyID: first.keyID)) { try await other.clientKeys() }
     }
 }

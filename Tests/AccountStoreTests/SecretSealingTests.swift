@@ -10,7 +10,7 @@ struct SecretSealingTests {
     func movedSecretFails() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let victim = Fixtures.record()
         let attacker = Fixtures.record()
         try await store.insert(victim, secrets: Fixtures.secrets())
@@ -38,11 +38,11 @@ struct SecretSealingTests {
         defer { directory.remove() }
         let record = Fixtures.record()
         do {
-            let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+            let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
             try await store.insert(record, secrets: Fixtures.secrets())
             await store.close()
         }
-        let reopened = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let reopened = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         // The daemon's start-up check finds the wrong key before anything is read...
         await #expect(throws: StoreError.secretDoesNotOpen(account: record.id)) { try await reopened.verifyKey() }
         // ...and nothing read under it is trusted: the metadata seal fails too, no secret opens.
@@ -56,7 +56,7 @@ struct SecretSealingTests {
     func tokensAreNotInPlainText() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         let record = Fixtures.record()
         let original = Fixtures.secrets()
         let rotated = Fixtures.secrets()
@@ -82,7 +82,7 @@ struct SecretSealingTests {
     func writerIsFullySynchronous() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let store = try await Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
         #expect(try await store.writerSynchronousMode() == 2)
         // Still FULL after writes went through the same writer connection.
         try await store.insert(Fixtures.record(), secrets: Fixtures.secrets())
@@ -94,7 +94,7 @@ struct SecretSealingTests {
         let parent = try TemporaryDirectory()
         defer { parent.remove() }
         let directory = parent.appending("state/blueskyd")
-        let store = try await Fixtures.openStore(in: directory, key: SymmetricKey(size: .bits256))
+        let store = try Fixtures.openStore(in: directory, key: SymmetricKey(size: .bits256))
         try await store.insert(Fixtures.record(), secrets: Fixtures.secrets())
 
         #expect(try Fixtures.permissions(of: directory.path) == 0o700)

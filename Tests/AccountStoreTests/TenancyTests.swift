@@ -9,7 +9,7 @@ import Testing
 
 /// What keeps tenants apart and accounts where they were put: row-level security for a
 /// tenant's own role, and the metadata seal against rows rewritten without the store key.
-@Suite("Tenants the database keeps apart, and rows rewritten behind blueskyd's back")
+@Suite("Tenants the database keeps apart, and rows rewritten behind blueskyd's back", .timeLimit(.minutes(2)))
 struct TenancyTests {
     /// A database of its own (roles are the server's, so each test names its own), migrated by
     /// its owner, with tenant roles `names` set up as README says.
@@ -114,6 +114,35 @@ struct TenancyTests {
         // A new login seals the row again.
         _ = try await store.replaceSession(victim, secrets: Fixtures.secrets())
         #expect(try await store.account(id: victim.id)?.isAltered == false)
+        await opened.close()
+    }
+
+    @Test("""
+        an identity saved from a record older than a login stored meanwhile: the login's auth kind and endpoints stay, \
+        the row stays sealed; a row already altered is not sealed again
+        """, arguments: [StoreBackend.sqlite, .postgresql])
+    func staleIdentityKeepsTheSeal(backend: StoreBackend) async throws {
+        let opened = try await backend.open()
+        let store = opened.store
+        let record = Fixtures.record()
+        try await store.insert(record, secrets: Fixtures.secrets())
+        var upgraded = record
+        upgraded.authKind = .oauth
+        upgraded.oauth = OAuthSessionInfo(issuer: "https://auth.example.test", tokenEndpoint: "https://auth.example.test/oauth/token",
+                                          revocationEndpoint: nil, scope: "atproto", sessionStartedAt: Date(), clientKind: .loopback,
+                                          clientID: "http://localhost")
+        _ = try await store.replaceSession(upgraded, secrets: Fixtures.secrets())
+        var stale = record
+        stale.handle = "renamed.example.test"
+        stale.pds = "https://moved.example.test"
+        try await store.saveIdentity(stale)
+        let read = try #require(try await store.account(id: record.id))
+        #expect(!read.isAltered && read.authKind == .oauth && read.oauth?.issuer == "https://auth.example.test")
+        #expect(read.handle == "renamed.example.test" && read.pds == "https://moved.example.test")
+
+        try await Self.rewrite(opened, "UPDATE account SET pds = 'https://pds.attacker.test' WHERE did = '\(record.did)'")
+        await #expect(throws: StoreError.recordAltered(account: record.id)) { try await store.saveIdentity(stale) }
+        #expect(try await store.account(id: record.id)?.isAltered == true)
         await opened.close()
     }
 

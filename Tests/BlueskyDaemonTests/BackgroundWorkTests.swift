@@ -3,7 +3,7 @@ import Foundation
 import Synchronization
 import Testing
 
-@Suite("Background work: a few of a kind at a time, every task ended before stop returns")
+@Suite("Background work: a few of a kind at a time, every task ended before stop returns", .timeLimit(.minutes(1)))
 struct BackgroundWorkTests {
     @Test("at most a kind's limit run at once; other kinds are not held up; stop cancels and waits, then refuses")
     func limitAndStop() async {

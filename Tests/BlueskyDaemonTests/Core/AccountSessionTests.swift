@@ -7,7 +7,7 @@ import Testing
 
 /// The account's owner in process: every refresh branch, and the races that once left memory
 /// and the store apart, set up on purpose by holding a store write or a server's answer.
-@Suite("An account's session in process: refresh branches and races")
+@Suite("An account's session in process: refresh branches and races", .timeLimit(.minutes(1)))
 struct AccountSessionTests {
     @Test("twenty callers meeting an expired token share one refresh")
     func singleFlight() async throws {
@@ -136,6 +136,62 @@ struct AccountSessionTests {
         #expect(try await refreshing.value == secrets, "the callers get the login's tokens")
         #expect(try await fixture.store.secrets(for: session.id) == secrets)
         #expect(await session.record == (try await fixture.stored(session)))
+    }
+
+    @Test("""
+        a login stored by another host while this host's save is out: the save loses, and the callers get the login's \
+        tokens, never this refresh's as the login's version
+        """)
+    func loginElsewhereDuringSave() async throws {
+        let database = MemoryDatabase(shared: true)
+        let a = try CoreFixture(database: database, leaseOwner: "host-a")
+        let b = try CoreFixture(database: database, leaseOwner: "host-b")
+        let onA = try await a.addAccount(expiresIn: -10)
+        let (held, release) = (Latch(), Latch())
+        a.store.holdWrites { write in
+            guard write == .saveRefreshedSession else { return }
+            held.open()
+            await release.wait()
+        }
+        let refreshing = Task { try await onA.refresh() }
+        await held.wait()
+        var login = try #require(try await b.store.account(id: onA.id))
+        login.lastRefreshAt = b.clock.now
+        let secrets = b.pds.issue(did: login.did, expiresIn: 7200)
+        let version = try await b.store.replaceSession(login, secrets: secrets)
+        release.open()
+        #expect(try await refreshing.value == secrets, "the callers get the login's tokens")
+        #expect(try await onA.currentSecrets() == secrets)
+        #expect(await onA.record.secretsVersion == version)
+        #expect(try await a.store.secrets(for: onA.id) == secrets)
+    }
+
+    @Test("rotated tokens whose save is out are not saved a second time beside it, even with an old backoff date passed")
+    func oneSaveAtATime() async throws {
+        let fixture = try CoreFixture()
+        let session = try await fixture.addAccount(expiresIn: -10)
+        // A refresh failed earlier: its backoff date is set, and passes.
+        fixture.pds.failNextRefreshes([ScriptedPDS.error(502, "InternalServerError", "down")])
+        await #expect(throws: DaemonError.self) { try await session.refresh() }
+        fixture.clock.advance(3600)
+        let saves = Mutex(0)
+        let (held, release) = (Latch(), Latch())
+        fixture.store.holdWrites { write in
+            guard write == .saveRefreshedSession else { return }
+            // The first save waits; a second one (the defect) would go straight through.
+            guard saves.withLock({ $0 += 1; return $0 == 1 }) else { return }
+            held.open()
+            await release.wait()
+        }
+        let refreshing = Task { try await session.refresh() }
+        await held.wait()
+        // The schedule's upkeep comes meanwhile: the save on its way is not started again.
+        await session.upkeep(.due)
+        release.open()
+        _ = try await refreshing.value
+        #expect(saves.withLock { $0 } == 1)
+        #expect(await session.record == (try await fixture.stored(session)))
+        #expect(await session.record.state == .active)
     }
 
     @Test("two hosts: a claim over tokens another host rotated adopts them and sends nothing; a held lease is waited out")

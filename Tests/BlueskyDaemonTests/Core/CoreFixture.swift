@@ -157,24 +157,34 @@ final class ScriptedPDS: HTTPFetching, Sendable {
 
 /// A one-shot latch: `wait` returns once `open` was called (before or after).
 final class Latch: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+    private let state = Mutex<(open: Bool, waiters: [UUID: CheckedContinuation<Void, Never>])>((false, [:]))
 
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
+            defer { state.waiters = [:] }
+            return Array(state.waiters.values)
         }
         waiters.forEach { $0.resume() }
     }
 
-    func wait() async {
+    /// Returns once the latch is open, or records an issue after `limit`: a step of a test
+    /// that was never reached fails the test instead of hanging the run.
+    func wait(within limit: Duration = .seconds(30), sourceLocation: SourceLocation = #_sourceLocation) async {
+        let id = UUID()
+        let timer = Task { [self] in
+            try? await Task.sleep(for: limit)
+            guard !Task.isCancelled, let waiter = state.withLock({ $0.waiters.removeValue(forKey: id) }) else { return }
+            Issue.record("the latch was not opened within \(limit)", sourceLocation: sourceLocation)
+            waiter.resume()
+        }
         await withCheckedContinuation { continuation in
             let open = state.withLock { state -> Bool in
-                if !state.open { state.waiters.append(continuation) }
+                if !state.open { state.waiters[id] = continuation }
                 return state.open
             }
             if open { continuation.resume() }
         }
+        timer.cancel()
     }
 }

@@ -37,14 +37,19 @@ extension AccountLifecycle {
         case .rotated(let session, let secrets, let at):
             (write, note) = rotated(&next, session, secrets, at: at)
         case .retrySave(let at):
-            if let unsaved = next.trouble.unsaved {
+            if let unsaved = next.trouble.unsaved, !next.trouble.saving {
+                next.trouble.saving = true
                 let record = next.record
                 write = .saveRotated(unsaved, accessExpiresAt: record.accessExpiresAt, refreshExpiresAt: record.refreshExpiresAt,
                                      scope: record.oauth?.scope, handle: record.handleVerified ? nil : record.handle,
                                      at: record.lastRefreshAt ?? at, replacing: record.secretsVersion)
             }
         case .tokensSaved(let version):
+            // A login that replaced the session while the save was out stands: its tokens are
+            // newer than the ones just saved.
+            guard next.trouble.unsaved != nil else { break }
             next.trouble.unsaved = nil
+            next.trouble.saving = false
             next.record.secretsVersion = version
             // As the store's save sets it: the server just accepted the session. A verdict
             // recorded over the older tokens meanwhile (a move) applied to those alone.
@@ -53,11 +58,13 @@ extension AccountLifecycle {
             clearBackoff(&next)
         case .tokensSuperseded(let stored):
             next.trouble.unsaved = nil
+            next.trouble.saving = false
             decidedHere = false
             if let stored { _ = adopt(&next, stored) }
             note = .savedOverByAnotherHost
         case .storeRefused(let reason, let at):
             next.trouble.refreshingSince = nil
+            next.trouble.saving = false
             let delay = enterBackoff(&next, reason: reason, serverAsked: nil, rules: rules, at: at)
             next.record.state = .retrying
             next.record.stateReason = reason
@@ -108,6 +115,11 @@ extension AccountLifecycle {
         case .retimed:
             break
         }
+        // The store stamps the row it writes with the write's date; so does memory.
+        switch write {
+        case .saveRotated(_, _, _, _, _, let at, _)?, .markState(_, _, _, _, let at)?: next.record.updatedAt = at
+        case nil: break
+        }
         var transition = Transition(state: next, write: write, reschedule: nil, newSession: newSession, note: note)
         let always: Bool = switch input {
         case .loaded, .upkeepEnded, .signedIn, .retimed: true
@@ -154,6 +166,7 @@ extension AccountLifecycle {
         state.trouble.interrupted = nil
         state.trouble.refreshingSince = nil
         state.trouble.unsaved = secrets
+        state.trouble.saving = true
         let scope = state.record.oauth?.scope != old.oauth?.scope ? state.record.oauth?.scope : nil
         return (.saveRotated(secrets, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
                              scope: scope, handle: renamed, at: at, replacing: old.secretsVersion), .refreshed(renamedTo: renamed))

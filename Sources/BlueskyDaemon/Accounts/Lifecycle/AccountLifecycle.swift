@@ -61,10 +61,10 @@ enum AccountLifecycle {
 
         var unsavedSecrets: AccountSecrets? { troubleBox?.trouble.unsaved }
         /// A refresh of this host's is under way: its request is out, or its rotated tokens are
-        /// on their way to the store (no failed save is waiting for its retry).
+        /// on their way to the store.
         var isRefreshing: Bool {
             guard let trouble = troubleBox?.trouble else { return false }
-            return trouble.refreshingSince != nil || (trouble.unsaved != nil && trouble.retryAt == nil)
+            return trouble.refreshingSince != nil || trouble.saving
         }
         var retryAt: Date? { troubleBox?.trouble.retryAt }
     }
@@ -85,6 +85,8 @@ enum AccountLifecycle {
         /// Tokens the server rotated that the store has not saved yet: used for calls, saved again
         /// with backoff, and never replaced by another refresh before they are on disk.
         var unsaved: AccountSecrets?
+        /// A save of `unsaved` is on its way to the store: no second one starts beside it.
+        var saving = false
         /// This host's refresh request is out (since then).
         var refreshingSince: Date?
     }

@@ -124,16 +124,19 @@ extension AccountSession {
         var secrets = old
         secrets.accessToken = session.accessToken
         secrets.refreshToken = session.refreshToken
-        await drive(.rotated(session, secrets: secrets, at: environment.now()))
-        if state.unsavedSecrets == nil, state.record.secretsVersion != claimedVersion + 1 {
-            // Another host's tokens won (this host's lease had run out): use theirs.
-            return try await currentSecrets()
-        }
-        if state.unsavedSecrets == nil {
+        let outcome = await drive(.rotated(session, secrets: secrets, at: environment.now()))
+        if case .tokensSaved(let version) = outcome {
             environment.refreshes.countRotation()
-            cache(secrets, version: state.record.secretsVersion)
+            // Unless a login replaced the session while the save was out.
+            if state.record.secretsVersion == version {
+                cache(secrets, version: version)
+                return secrets
+            }
         }
-        return secrets
+        // The store refused them: they are used from memory until it takes them.
+        if let unsaved = state.unsavedSecrets { return unsaved }
+        // Newer tokens won (another host's, this host's lease having run out, or a login's).
+        return try await currentSecrets()
     }
 
     /// Records a failed refresh and returns the error for the waiting callers.

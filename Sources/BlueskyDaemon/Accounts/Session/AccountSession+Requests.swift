@@ -25,7 +25,12 @@ extension AccountSession {
         identity.handleVerified = handleVerified
         if let pds { identity.pds = pds }
         identity.updatedAt = environment.now()
-        try await environment.store.saveIdentity(identity)
+        do {
+            try await environment.store.saveIdentity(identity)
+        } catch .recordAltered {
+            await markAltered()
+            throw .recordAltered(account: id)
+        }
         let oldHandle = state.record.handle
         apply(.identityResolved(handle: handle, verified: handleVerified, pds: pds, at: identity.updatedAt))
         if let pds {

@@ -47,15 +47,7 @@ extension AccountSession {
     /// replaced them). Reads them and the record, and hands them to the waiting callers.
     func adoptRefreshDoneElsewhere() async throws(DaemonError) -> AccountSecrets {
         let stored = try await storedRecord()
-        let secrets: AccountSecrets
-        do {
-            secrets = try await environment.store.secrets(for: id)
-        } catch .recordAltered {
-            await markAltered()
-            throw .needsLogin(account: id, reason: StoreError.recordAlteredReason)
-        } catch {
-            throw storeUnreadable(error)
-        }
+        let secrets = try await storedSecrets()
         apply(.stored(stored))
         try requireUsable()
         if state.record.secretsVersion == stored.secretsVersion { cache(secrets, version: stored.secretsVersion) }
@@ -100,13 +92,24 @@ extension AccountSession {
         do {
             stored = try await environment.store.account(id: id)
         } catch {
-            throw storeUnreadable(error)
+            throw await refused(error, while: "reading the account")
         }
         guard let stored else { throw .accountNotFound(id.uuidString.lowercased()) }
         return stored
     }
 
-    private func storeUnreadable(_ error: StoreError) -> DaemonError {
-        .upstreamUnavailable(environment.store.health.problem ?? "cannot read the account: \(error)", retryAfter: nil)
+    /// The secrets as stored. An account whose record was rewritten outside blueskyd, or whose
+    /// sealed secrets do not open (the start-up check proved the key, so the blob was changed),
+    /// needs a login instead; a store that cannot be read puts the account in its backoff, so
+    /// that a lasting failure is not retried every second.
+    func storedSecrets() async throws(DaemonError) -> AccountSecrets {
+        do {
+            return try await environment.store.secrets(for: id)
+        } catch .recordAltered, .secretDoesNotOpen {
+            await markAltered()
+            throw .needsLogin(account: id, reason: StoreError.recordAlteredReason)
+        } catch {
+            throw await refused(error, while: "reading the account's secrets")
+        }
     }
 }

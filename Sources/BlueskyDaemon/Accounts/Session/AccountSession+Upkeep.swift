@@ -19,7 +19,8 @@ extension AccountSession {
             // Unreadable: the claim, which needs the store too, says what is wrong.
             await readStored()
         }
-        if await isDue(taken: call == .taken) {
+        // Rotated tokens to save first; then a refresh, if one is due.
+        if state.record.state != .needsLogin {
             if state.unsavedSecrets != nil {
                 try? await saveUnsavedTokens()
             }
@@ -28,14 +29,6 @@ extension AccountSession {
             }
         }
         apply(.upkeepEnded(at: environment.now()))
-    }
-
-    /// Whether the account needs anything now: rotated tokens to save, an unfinished refresh
-    /// (a mark left by a host that died) to finish, or a refresh whose date came.
-    private func isDue(taken: Bool) async -> Bool {
-        guard state.record.state != .needsLogin else { return false }
-        if state.unsavedSecrets != nil { return true }
-        return isRefreshDue()
     }
 
     /// A refresh is due: the mark of an unfinished one, a backoff that ended, or the earliest

@@ -70,13 +70,17 @@ actor AccountSession {
     }
 
     /// Applies `input`, then performs each store write a transition asks for and applies its
-    /// result, until none is left.
-    func drive(_ input: AccountLifecycle.Input) async {
+    /// result, until none is left. Returns the last input applied: how the writes ended.
+    @discardableResult
+    func drive(_ input: AccountLifecycle.Input) async -> AccountLifecycle.Input {
+        var last = input
         var write = apply(input)
         while let pending = write {
-            guard let result = await perform(pending) else { return }
+            guard let result = await perform(pending) else { break }
+            last = result
             write = apply(result)
         }
+        return last
     }
 
     // MARK: - Activity (caches and tasks of an account in use)
@@ -193,16 +197,7 @@ actor AccountSession {
             if let unsaved = state.unsavedSecrets { return unsaved }
             if let cachedSecrets { return cachedSecrets }
             let version = state.record.secretsVersion
-            let secrets: AccountSecrets
-            do {
-                secrets = try await environment.store.secrets(for: id)
-            } catch .recordAltered {
-                await markAltered()
-                throw .needsLogin(account: id, reason: StoreError.recordAlteredReason)
-            } catch {
-                throw .upstreamUnavailable(environment.store.health.problem ?? "cannot read the secrets of account \(id): \(error)",
-                                           retryAfter: nil)
-            }
+            let secrets = try await storedSecrets()
             if state.unsavedSecrets != nil || cachedSecrets != nil { continue }
             guard state.record.secretsVersion == version else { continue }
             cache(secrets, version: version)
