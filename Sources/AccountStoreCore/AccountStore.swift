@@ -104,13 +104,21 @@ public protocol AccountStore: AnyObject, Sendable {
     // MARK: Other hosts
 
     /// Calls `handler` for each change another host makes (never for this host's own). A
-    /// single-host store never calls it.
-    func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async
+    /// single-host store never calls it. `keeping` names the accounts whose rotated tokens this
+    /// host holds unsaved: a shared store keeps their leases while the host lives, and gives
+    /// back every other lease of this host's that ran out (one whose release was never
+    /// recorded), so that no account stays held by a host that no longer refreshes it.
+    func observeChanges(keeping: @escaping @Sendable () -> Set<UUID>, _ handler: @escaping @Sendable (StoreChange) -> Void) async
     /// Closes the connections; further calls fail with `.unreachable`.
     func close() async
 }
 
 extension AccountStore {
+    /// Hears the other hosts' changes; this host keeps no lease beyond its refreshes.
+    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async {
+        await observeChanges(keeping: { [] }, handler)
+    }
+
     /// Registers one account with its secrets.
     public func insert(_ record: AccountRecord, secrets: AccountSecrets) async throws(StoreError) {
         try await insert(contentsOf: [(record, secrets)])
@@ -131,13 +139,13 @@ extension AccountStore {
     /// Every account, oldest first (tests and small tools; the daemon pages).
     public func allAccounts() async throws(StoreError) -> [AccountRecord] {
         var all: [AccountRecord] = []
-        var after: AccountPageKey?
-        while true {
-            let page = try await accounts(after: after, limit: 10_000)
-            all += page
-            guard page.count == 10_000, let last = page.last else { return all }
-            after = AccountPageKey(last)
+        do {
+            try await forEachAccount { all.append($0) }
+        } catch {
+            // Only the store throws here: the body cannot.
+            throw error as? StoreError ?? .database(context: "listing the accounts", reason: "\(error)")
         }
+        return all
     }
 }
 
@@ -174,7 +182,8 @@ public enum LeaseRelease: Sendable, Equatable {
 
 /// The answer to `claimRefresh`.
 public enum RefreshClaim: Sendable, Equatable {
-    /// The lease is this host's until `leaseEnds` (the store's clock): send the refresh.
+    /// The lease is this host's for `sharedLease` from the claim (the store's clock): send the
+    /// refresh, if its deadline fits in that.
     /// `interruptedAt` is the mark of an earlier refresh whose outcome nobody recorded (a
     /// crash, or a host that died holding the lease): the refresh token may already be spent.
     case granted(interruptedAt: Date?)

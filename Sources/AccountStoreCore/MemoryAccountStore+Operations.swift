@@ -160,7 +160,7 @@ extension MemoryAccountStore {
     public func saveDPoPNonces(_ nonces: [StoredDPoPNonce]) async throws(StoreError) {
         guard !nonces.isEmpty else { return }
         try await write(.saveDPoPNonces) { tables in
-            for entry in nonces where tables.rows[entry.account] != nil {
+            for entry in StoredDPoPNonce.newestPerOrigin(nonces) where tables.rows[entry.account] != nil {
                 tables.nonces[entry.account, default: [:]][entry.origin] = entry
             }
             return ((), [])

@@ -53,7 +53,8 @@ public final class MemoryAccountStore: AccountStore {
         try database.tables.withLock { tables throws(StoreError) in try body(tables) }
     }
 
-    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async {
+    public func observeChanges(keeping: @escaping @Sendable () -> Set<UUID>,
+                               _ handler: @escaping @Sendable (StoreChange) -> Void) async {
         database.observe(owner: leaseOwner, handler)
     }
 

@@ -64,6 +64,18 @@ public struct OAuthSessionInfo: Sendable, Equatable, Codable {
 /// One persisted DPoP nonce: the latest `DPoP-Nonce` a server sent for an account.
 /// Nonces are not secrets (servers send them in the clear to anyone), so they are stored plain.
 public struct StoredDPoPNonce: Sendable, Equatable {
+    /// One nonce per account and origin, the newest received, in (account, origin) order: what
+    /// a batch saves, so that hosts saving the same pairs lock them in the same order.
+    package static func newestPerOrigin(_ nonces: [StoredDPoPNonce]) -> [StoredDPoPNonce] {
+        var newest: [String: StoredDPoPNonce] = [:]
+        for entry in nonces {
+            let key = entry.account.uuidString + " " + entry.origin
+            if let kept = newest[key], kept.receivedAt > entry.receivedAt { continue }
+            newest[key] = entry
+        }
+        return newest.sorted { $0.key < $1.key }.map(\.value)
+    }
+
     public var account: UUID
     /// `scheme://host[:port]` of the server.
     public var origin: String

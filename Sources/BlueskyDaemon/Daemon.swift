@@ -2,13 +2,13 @@ import ATIdentity
 import AccountStoreCore
 import ATOAuth
 import BlueskyHTTP
-import AccountStoreCore
 import Foundation
 import Logging
 import RPCServer
 import ServiceLifecycle
 import Synchronization
 import SystemdGlue
+import WebBasics
 import XRPC
 
 /// blueskyd itself: opens the store, loads the accounts, runs the schedule and the socket
@@ -93,7 +93,9 @@ public struct Daemon: Sendable {
         }
         // Listening starts before loading, so that no change another host makes in between is missed.
         let storeChanges = AsyncStream.makeStream(of: StoreChange.self)
-        await store.observeChanges { storeChanges.continuation.yield($0) }
+        await store.observeChanges(keeping: { [environment] in environment.unsaved.withLock { $0 } }) {
+            storeChanges.continuation.yield($0)
+        }
         do {
             try await accounts.loadAll()
         } catch {
@@ -160,7 +162,7 @@ public struct Daemon: Sendable {
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }
-        await stop(accounts: accounts, sharedSchedule: sharedSchedule, sharedDates: sharedDates)
+        await stop(accounts: accounts, scheduler: scheduler, sharedSchedule: sharedSchedule, sharedDates: sharedDates)
         await callHTTP.shutdown()
         try? await http.shutdown()
         await store.close()
@@ -184,7 +186,7 @@ public struct Daemon: Sendable {
     /// background work; rotated tokens the store refused are tried once more and any that stay
     /// unsaved are named at error (they are lost with this stop); the last due dates go to the
     /// shared schedule.
-    private func stop(accounts: AccountManager, sharedSchedule: (any SharedRefreshSchedule)?,
+    private func stop(accounts: AccountManager, scheduler: RefreshScheduler, sharedSchedule: (any SharedRefreshSchedule)?,
                       sharedDates: SharedDueWriter?) async {
         let environment = accounts.environment
         if environment.refreshes.running > 0 {
@@ -194,6 +196,9 @@ public struct Daemon: Sendable {
         await environment.background.stop()
         await accounts.saveBeforeStop()
         if let sharedSchedule, let sharedDates {
+            // The dates noted since the scheduler's loop ended (refreshes that finished during
+            // the stop, the last saves) go out with the rest.
+            await scheduler.takeInNotedDates()
             await sharedDates.flush(sharedSchedule, logger: logger)
         }
     }
@@ -240,56 +245,5 @@ public struct DaemonStartupError: Error, CustomStringConvertible {
     public init(_ description: String, exitCode: DaemonExitCode = .failure) {
         self.description = description
         self.exitCode = exitCode
-    }
-}
-
-/// Runs the refresh schedule until the stop.
-struct SchedulerService: Service {
-    let scheduler: RefreshScheduler
-    let accounts: AccountManager
-
-    func run() async throws {
-        await cancelWhenGracefulShutdown {
-            await scheduler.run { id, call in await accounts.upkeep(id, call) }
-        }
-    }
-}
-
-/// With a shared store: takes this host's share of the due accounts, and writes the dates
-/// this host decides.
-struct SharedScheduleService: Service {
-    let schedule: any SharedRefreshSchedule
-    let dates: SharedDueWriter
-    let scheduler: RefreshScheduler
-    let logger: Logger
-
-    func run() async throws {
-        // A date lost in a race (a late "never" over a new login's) must not leave an
-        // account unscheduled for good.
-        if let repaired = try? await schedule.repairMissingDueDates(at: Date()), repaired > 0 {
-            logger.notice("gave accounts without a due date one", metadata: ["accounts": "\(repaired)"])
-        }
-        let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: logger, now: { Date() })
-        await cancelWhenGracefulShutdown {
-            await withDiscardingTaskGroup { group in
-                group.addTask { await dates.run(schedule: schedule, logger: logger) }
-                await taker.run()
-                dates.stop()
-            }
-        }
-    }
-}
-
-/// Serves the JSON-RPC socket; on shutdown stops accepting and lets calls in progress finish.
-struct SocketService: Service {
-    let server: RPCServer
-    let onShutdown: @Sendable () -> Void
-
-    func run() async throws {
-        try await withGracefulShutdownHandler {
-            try await cancelWhenGracefulShutdown { try await server.run() }
-        } onGracefulShutdown: {
-            onShutdown()
-        }
     }
 }

@@ -7,9 +7,10 @@ extension PostgresAccountStore {
     /// How far this host's clock may be from the database's before it is warned about.
     static let tolerableClockSkew: TimeInterval = 1
 
-    /// Leases and due dates are written and compared by each host's own clock, so the hosts
-    /// must agree within a small part of the lease: a host running ahead would take other
-    /// hosts' leases early. Measured against the database's clock, which all hosts share.
+    /// Leases are the database's clock's, but due dates and the dates stored with a refresh are
+    /// each host's own: a host far ahead takes accounts from the shared schedule early (and
+    /// refreshes them before they need it), one far behind leaves them late. So the hosts must
+    /// agree within a small part of the lease, measured against the database's clock.
     /// - Throws: `StoreError.clockOff` when the clock is off by more than a quarter of
     ///   the lease.
     func checkClock() async throws(StoreError) {

@@ -11,9 +11,11 @@ import PostgresNIO
 /// keeps the account while it lives, however long the save takes.
 ///
 /// Time the database was away from every host (it stopped, or the network to it) is not
-/// counted: the first beat after such a gap moves every lease and every liveness forward by the
-/// gap, and until a beat has come since, nothing is taken over. A host then has its remaining
-/// lease to come back, whatever how long the database was gone.
+/// counted: when no host of the tenant beat for more than `outageGap` (one and a half beats),
+/// the first beat after moves every lease and every liveness on by the gap less one beat, and
+/// until a beat has come since, nothing is taken over. A host, whose liveness had at least two
+/// beats left when the database went, then has at least one beat to say it is alive again,
+/// however long the database was gone.
 extension PostgresAccountStore {
     /// The database's clock as stored dates are (seconds since 2001-01-01).
     static let databaseNow = "(extract(epoch FROM clock_timestamp())::double precision - 978307200)"
@@ -23,12 +25,16 @@ extension PostgresAccountStore {
     /// How long one beat keeps a host alive: three beats.
     var aliveFor: TimeInterval { 3 * beat }
     /// A tenant whose last beat is older than this was away from every host.
-    var outageGap: TimeInterval { 3 * beat }
+    var outageGap: TimeInterval { 1.5 * beat }
 
     /// One beat, in one transaction on `connection`: moves leases and liveness over a gap
-    /// every host was away for, then records this host's liveness. Returns the database's
+    /// every host was away for, records this host's liveness, and gives back this host's leases
+    /// that ran out, but for those of `kept` (rotated tokens not saved yet). A lease outlives
+    /// its refresh, so one of this host's that ran out is one whose release was not recorded (a
+    /// write lost with the database, a claim that answered after its deadline); its mark stays,
+    /// so the next host knows a refresh may have been left unfinished. Returns the database's
     /// clock, for the skew check.
-    func heartbeat(on connection: PostgresConnection) async throws -> Date {
+    func heartbeat(on connection: PostgresConnection, keeping kept: Set<UUID>) async throws -> Date {
         let (tenant, me, aliveFor, outageGap) = (settings.tenant, leaseOwner, aliveFor, outageGap)
         let session = PostgresSession(connection: connection, logger: logger)
         try await session.run("BEGIN")
@@ -40,10 +46,10 @@ extension PostgresAccountStore {
                 throw StoreError.database(context: "saying this host is alive", reason: "the database's clock could not be read")
             }
             if let lastBeat, now - lastBeat > outageGap {
-                let gap = now - lastBeat
+                let gap = now - lastBeat - beat
                 try await session.run("""
                     UPDATE account SET lease_expires_at = lease_expires_at + \(gap)
-                    WHERE tenant = \(tenant) AND lease_expires_at IS NOT NULL
+                    WHERE id IN (SELECT id FROM account WHERE tenant = \(tenant) AND lease_owner IS NOT NULL ORDER BY id FOR UPDATE)
                     """)
                 try await session.run("UPDATE blueskyd_host SET alive_until = alive_until + \(gap) WHERE tenant = \(tenant)")
                 logger.notice("the database was away from every host; leases were moved on by that long", metadata: [
@@ -56,6 +62,11 @@ extension PostgresAccountStore {
             try await session.run("""
                 INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(now + aliveFor))
                 ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                """)
+            try await session.run("""
+                UPDATE account SET lease_owner = NULL, lease_expires_at = NULL
+                WHERE id IN (SELECT id FROM account WHERE tenant = \(tenant) AND lease_owner = \(me) AND lease_expires_at < \(now)
+                             AND NOT id = ANY(\(Array(kept))) ORDER BY id FOR UPDATE)
                 """)
             try await session.run("COMMIT")
             return Date(storedSeconds: now)

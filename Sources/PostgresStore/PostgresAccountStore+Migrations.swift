@@ -117,6 +117,9 @@ extension PostgresAccountStore {
             ALTER TABLE blueskyd_tenant_sealed ENABLE ROW LEVEL SECURITY;
             CREATE POLICY blueskyd_tenant ON blueskyd_tenant_sealed USING (tenant = current_user) WITH CHECK (tenant = current_user)
             """),
+        // The leases held at any moment are a few among millions of rows: every beat looks for
+        // its host's that ran out, and the first beat after an outage moves them all on.
+        Migration("v7-lease-index", "CREATE INDEX account_lease ON account (tenant, lease_owner) WHERE lease_owner IS NOT NULL"),
     ]
 
     /// One migration: statements, then (optionally) work in Swift over the rows, in the same

@@ -8,15 +8,22 @@ extension PostgresAccountStore {
     public func saveDPoPNonces(_ nonces: [StoredDPoPNonce]) async throws(StoreError) {
         guard !nonces.isEmpty else { return }
         let tenant = settings.tenant
+        // One statement: two hosts saving the same pairs lock them in the same order, so neither
+        // waits on the other in a cycle.
+        // One row per pair (an upsert may not touch a row twice), in key order.
+        let sorted = StoredDPoPNonce.newestPerOrigin(nonces)
+        let (accounts, origins) = (sorted.map(\.account), sorted.map(\.origin))
+        let (values, dates) = (sorted.map(\.nonce), sorted.map(\.receivedAt.storedSeconds))
         try await write("saving DPoP nonces") { session in
-            for entry in nonces {
-                try await session.run("""
-                    INSERT INTO dpop_nonce (account_id, origin, nonce, received_at)
-                    SELECT \(entry.account), \(entry.origin), \(entry.nonce), \(entry.receivedAt.storedSeconds)
-                    WHERE EXISTS (SELECT 1 FROM account WHERE tenant = \(tenant) AND id = \(entry.account))
-                    ON CONFLICT (account_id, origin) DO UPDATE SET nonce = excluded.nonce, received_at = excluded.received_at
-                    """)
-            }
+            try await session.run("""
+                INSERT INTO dpop_nonce (account_id, origin, nonce, received_at)
+                SELECT n.account_id, n.origin, n.nonce, n.received_at
+                FROM unnest(\(accounts)::uuid[], \(origins)::text[], \(values)::text[], \(dates)::double precision[])
+                    WITH ORDINALITY AS n (account_id, origin, nonce, received_at, position)
+                WHERE EXISTS (SELECT 1 FROM account WHERE tenant = \(tenant) AND id = n.account_id)
+                ORDER BY n.position
+                ON CONFLICT (account_id, origin) DO UPDATE SET nonce = excluded.nonce, received_at = excluded.received_at
+                """)
         }
     }
 

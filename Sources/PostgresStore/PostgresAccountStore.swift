@@ -81,9 +81,10 @@ public final class PostgresAccountStore: AccountStore {
 
     /// Starts hearing the other hosts' changes, and saying this host is alive (on the same
     /// connection, every `beat`, with the clocks compared each time).
-    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async {
+    public func observeChanges(keeping: @escaping @Sendable () -> Set<UUID>,
+                               _ handler: @escaping @Sendable (StoreChange) -> Void) async {
         await listener.start(handler) { [self] connection in
-            let databaseNow = try await heartbeat(on: connection)
+            let databaseNow = try await heartbeat(on: connection, keeping: keeping())
             clockWatch.compare(skew: Date().timeIntervalSince(databaseNow), leaseDuration: settings.leaseDuration, logger: logger)
         }
     }

@@ -100,31 +100,39 @@ final class PostgresChangeListener: Sendable {
 
     /// One connection's life: connect, LISTEN, hear notifications and check the connection
     /// until either fails. `listening` is called once the LISTEN is in place.
+    ///
+    /// The LISTEN and the checks are tasks of their own, and the first to fail ends the
+    /// connection without waiting for the other: postgres-nio may never end a LISTEN on a
+    /// connection the server closed (see `firstToEnd`), and then only the checks find it.
     private func listenOnce(check: @escaping @Sendable (PostgresConnection) async throws -> Void, _ listening: () -> Void,
                             notification: @escaping @Sendable (String) -> Void) async throws {
         // Bounded by its own timeouts: 5 s for TCP, 5 s for TLS and authentication.
         let connection = try await PostgresConnections.dedicatedConnection(settings, id: 0, logger: logger)
-        let (ready, readySignal) = AsyncStream.makeStream(of: Void.self)
-        let (interval, deadline) = (checkInterval, checkDeadline)
         // Closed before it goes, whichever way this ends (postgres-nio insists).
         defer { Task { try? await connection.close() } }
+        let (ready, readySignal) = AsyncStream.makeStream(of: Void.self)
+        let (interval, deadline) = (checkInterval, checkDeadline)
+        let hear: @Sendable () async throws -> Void = {
+            defer { readySignal.finish() }
+            try await connection.listen(on: PostgresAccountStore.channel) { notifications in
+                readySignal.yield()
+                for try await received in notifications { notification(received.payload) }
+            }
+            throw ListenerEnded()
+        }
+        let keepChecking: @Sendable () async throws -> Void = {
+            // A check that fails before the LISTEN is in place ends the wait for it too.
+            defer { readySignal.finish() }
+            while true {
+                try await withDeadline(deadline) {
+                    try await check(connection)
+                } onExpiry: { _ in connection.close().whenComplete { _ in } }
+                try await Task.sleep(for: interval)
+            }
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { readySignal.finish() }
-                try await connection.listen(on: PostgresAccountStore.channel) { notifications in
-                    readySignal.yield()
-                    for try await received in notifications { notification(received.payload) }
-                }
-                throw ListenerEnded()
-            }
-            group.addTask {
-                while true {
-                    try await withDeadline(deadline) {
-                        try await check(connection)
-                    } onExpiry: { _ in connection.close().whenComplete { _ in } }
-                    try await Task.sleep(for: interval)
-                }
-            }
+            // One child, which never waits for a LISTEN that may never end.
+            group.addTask { try await firstToEnd(hear, keepChecking) }
             defer { group.cancelAll() }
             // The LISTEN is in place, or it failed (the stream ends unanswered and `next`
             // brings the failure).
@@ -151,21 +159,4 @@ final class PostgresChangeListener: Sendable {
 /// The listening connection's notifications ended (the connection closed).
 private struct ListenerEnded: Error, CustomStringConvertible {
     var description: String { "the connection closed" }
-}
-
-/// Runs `operation` within `deadline`; at the deadline `onExpiry` is told (to close what the
-/// operation waits on, which must make it end) and the call fails.
-func withDeadline<T: Sendable>(_ deadline: Duration, _ operation: @escaping @Sendable () async throws -> T,
-                               onExpiry: @escaping @Sendable (Duration) -> Void) async throws -> T {
-    try await withThrowingTaskGroup(of: T?.self) { group in
-        group.addTask { try await operation() }
-        group.addTask {
-            try await Task.sleep(for: deadline)
-            return nil
-        }
-        defer { group.cancelAll() }
-        if let first = try await group.next(), let value = first { return value }
-        onExpiry(deadline)
-        throw PostgresDeadlineExceeded()
-    }
 }

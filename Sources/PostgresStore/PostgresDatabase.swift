@@ -78,8 +78,10 @@ final class PostgresDatabase: Sendable {
         let connectionLimit = min(limit, connectionDeadline)
         let leased = LeasedConnection()
         let (client, logger) = (client, logger)
-        let outcome = try await withThrowingTaskGroup(of: Outcome<T>.self) { group in
-            group.addTask {
+        // Raced without a task group, which would wait for a statement postgres-nio may never
+        // end once its connection is closed (see `firstToEnd`).
+        let first = try await firstToEnd(
+            {
                 .value(try await client.withConnection { connection in
                     let expired = leased.state.withLock { state in
                         state.connection = connection
@@ -96,30 +98,23 @@ final class PostgresDatabase: Sendable {
                         throw PostgresDeadlineExceeded()
                     }
                 })
-            }
-            group.addTask {
+            },
+            {
                 try await Task.sleep(for: connectionLimit)
-                if leased.state.withLock({ $0.connection == nil }) { return .noConnection }
+                if leased.state.withLock({ $0.connection == nil }) { return Outcome<T>.noConnection }
                 try await Task.sleep(for: limit - connectionLimit)
-                return .deadline
-            }
-            defer { group.cancelAll() }
-            let first = try await group.next() ?? .deadline
-            if case .value = first { return first }
-            // A statement on the wire is failed by closing its connection (cancelling its task
-            // would not stop it); a caller still waiting for a connection is cancelled with the group.
-            let connection = leased.state.withLock { state in
-                state.expired = true
-                return state.connection
-            }
-            connection?.close().whenComplete { _ in }
-            return first
+                return Outcome<T>.deadline
+            })
+        if case .value(let value) = first { return value }
+        // A statement on the wire is failed by closing its connection (cancelling its task
+        // would not stop it); a caller still waiting for a connection was cancelled.
+        let connection = leased.state.withLock { state in
+            state.expired = true
+            return state.connection
         }
-        switch outcome {
-        case .value(let value): return value
-        case .noConnection: throw PostgresNoConnection(waited: connectionLimit)
-        case .deadline: throw PostgresDeadlineExceeded()
-        }
+        connection?.close().whenComplete { _ in }
+        if case .noConnection = first { throw PostgresNoConnection(waited: connectionLimit) }
+        throw PostgresDeadlineExceeded()
     }
 
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.

@@ -103,8 +103,12 @@ enum PostgresErrorText {
             if case .unreachable = error { return true }
             return false
         }
-        // Anything but the server's own answer is about reaching it: the deadline closed the
-        // connection, the pool could not connect or is closing, the network or TLS failed.
+        // A caller that gave up (a stop cancelling background work) or a row this code could
+        // not decode says nothing about the database.
+        if error is CancellationError || error is PostgresDecodingError { return false }
+        if String(describing: error).contains("requestCancelled") { return false }
+        // Anything else but the server's own answer is about reaching it: the deadline closed
+        // the connection, the pool could not connect or is closing, the network or TLS failed.
         guard let error = error as? PSQLError else { return true }
         switch error.code {
         case .server:

@@ -6,7 +6,7 @@ extension SQLiteAccountStore {
     public func saveDPoPNonces(_ nonces: [StoredDPoPNonce]) async throws(StoreError) {
         guard !nonces.isEmpty else { return }
         try await performWrite("saving DPoP nonces") { db in
-            for entry in nonces {
+            for entry in StoredDPoPNonce.newestPerOrigin(nonces) {
                 try db.execute(
                     sql: """
                         INSERT INTO dpop_nonce (account_id, origin, nonce, received_at)

@@ -93,7 +93,8 @@ public final class SQLiteAccountStore: AccountStore {
     }
 
     /// Another host never writes a SQLite store: nothing to hear.
-    public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async {}
+    public func observeChanges(keeping: @escaping @Sendable () -> Set<UUID>,
+                               _ handler: @escaping @Sendable (StoreChange) -> Void) async {}
 
     /// Closes the database connections. Further calls fail.
     public func close() async {

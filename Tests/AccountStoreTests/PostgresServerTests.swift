@@ -27,7 +27,7 @@ struct PostgresServerTests {
 
     @Test("starts, creates a role and its database, answers as the admin and as the role, refuses a wrong password")
     func createAndConnect() async throws {
-        let server = try PostgresServer.start()
+        let server = try await offThePool { try PostgresServer.start() }
         defer { server.destroy() }
         #expect(server.isRunning)
         try server.createDatabase("blueskyd", owner: "blueskyd", password: "s3cret'quote")
@@ -47,30 +47,30 @@ struct PostgresServerTests {
 
     @Test("a stop and a start on the same port keep committed data, after a fast or an immediate stop")
     func stopAndStartKeepsData() async throws {
-        let server = try PostgresServer.start()
+        let server = try await offThePool { try PostgresServer.start() }
         defer { server.destroy() }
         try server.createDatabase("kept", owner: "kept_owner", password: "pw")
         try server.psql("CREATE TABLE t (id int PRIMARY KEY, note text); INSERT INTO t VALUES (1, 'one');", database: "kept")
 
-        try server.stop()
+        try await offThePool { try server.stop() }
         #expect(!server.isRunning)
         #expect(throws: PostgresServer.Failure.self) { try server.psql("SELECT 1", database: "kept") }
-        try server.start()
+        try await offThePool { try server.start() }
         #expect(server.isRunning)
         #expect(try server.psql("SELECT note FROM t WHERE id = 1", database: "kept") == "one")
 
         // An immediate stop is a crash: the start runs recovery and the commit is still there.
         try server.psql("INSERT INTO t VALUES (2, 'two')", database: "kept")
-        try server.stop(mode: .immediate)
-        try server.start()
+        try await offThePool { try server.stop(mode: .immediate) }
+        try await offThePool { try server.start() }
         #expect(try server.psql("SELECT string_agg(note, ',' ORDER BY id) FROM t", database: "kept") == "one,two")
-        try server.restart()
+        try await offThePool { try server.restart() }
         #expect(try server.psql("SELECT count(*) FROM t", database: "kept") == "2")
     }
 
     @Test("names outside [a-z0-9_] are refused; a failed statement explains itself with the server log")
     func invalidNamesAndFailures() async throws {
-        let server = try PostgresServer.start()
+        let server = try await offThePool { try PostgresServer.start() }
         defer { server.destroy() }
         for name in ["Bad", "a-b", "x; DROP DATABASE postgres", "", "1abc"] {
             #expect(throws: PostgresServer.Failure.self) { try server.createDatabase(name, owner: "ok", password: "pw") }
@@ -92,7 +92,7 @@ struct PostgresServerTests {
 
     @Test("destroy stops the server and removes its directory")
     func destroyRemovesEverything() async throws {
-        let server = try PostgresServer.start()
+        let server = try await offThePool { try PostgresServer.start() }
         let directory = server.directory
         #expect(FileManager.default.fileExists(atPath: server.dataDirectory + "/PG_VERSION"))
         server.destroy()
@@ -126,7 +126,7 @@ struct PostgresServerTests {
         let certificates = try TestbedCertificates(domain: "db.test", bindAddress: "127.0.0.1")
         let files = PostgresServer.TLSFiles(certificatePEM: certificates.serverCertificatePEM,
                                             privateKeyPEM: certificates.serverPrivateKeyPEM)
-        let server = try PostgresServer.start(tls: files)
+        let server = try await offThePool { try PostgresServer.start(tls: files) }
         defer { server.destroy() }
         try server.createDatabase("tls", owner: "tls", password: "pw")
         let result = try Self.tcpPSQL(server, user: "tls", password: "pw", database: "tls", sslmode: "require",

@@ -157,7 +157,7 @@ struct SharedStoreTests {
 
     @Test("commits wait for the disk: synchronous_commit is on whatever the server's default")
     func durableCommits() async throws {
-        let server = try SharedTestDatabase.server
+        let server = try await SharedTestDatabase.server
         _ = try server.psql("ALTER DATABASE \(SharedTestDatabase.database) SET synchronous_commit = off", database: "postgres")
         defer { _ = try? server.psql("ALTER DATABASE \(SharedTestDatabase.database) RESET synchronous_commit", database: "postgres") }
         let store = try await SharedTestDatabase.openStore(tenant: "durable", key: SymmetricKey(size: .bits256))
@@ -170,7 +170,7 @@ struct SharedStoreTests {
         once it is back the store works again and the listener asks for everything to be read again
         """, .timeLimit(.minutes(2)))
     func databaseOutage() async throws {
-        let server = try PostgresServer.start()
+        let server = try await offThePool { try PostgresServer.start() }
         defer { server.destroy() }
         let (url, password) = try SharedStoreHosts.createDatabase("outage", on: server)
         let settings = try PostgresStoreSettings(url: url, password: password, tenant: "outage")
@@ -181,7 +181,7 @@ struct SharedStoreTests {
         let record = Fixtures.record()
         try await store.insert(record, secrets: Fixtures.secrets())
 
-        try server.stop(mode: .fast)
+        try await offThePool { try server.stop(mode: .fast) }
         await #expect {
             try await store.markState(id: record.id, state: .retrying, reason: "x", at: Date(), lease: .keep)
         } throws: { error in
@@ -196,7 +196,7 @@ struct SharedStoreTests {
             "\(error)".contains("trying again in")
         }
 
-        try server.start()
+        try await offThePool { try server.start() }
         let written = await eventually(timeout: .seconds(40)) {
             (try? await store.markState(id: record.id, state: .active, reason: nil, at: Date(), lease: .keep)) != nil
         }

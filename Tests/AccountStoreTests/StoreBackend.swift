@@ -66,29 +66,35 @@ struct OpenedStore {
 }
 
 /// One PostgreSQL server for the whole test process, started on first use: initdb takes a
-/// second or two, a tenant per test costs nothing.
+/// second or two, a tenant per test costs nothing. It starts on a thread of its own, and every
+/// test awaits it: a lazy `static let` would hold each test that asks meanwhile on a thread of
+/// the concurrency pool (two here), and every other test with them.
 enum SharedTestDatabase {
     static let database = "blueskyd_tests"
 
-    private static let started: Result<(server: PostgresServer, url: String, password: String), any Error> = Result {
-        let server = try PostgresServer.start()
-        let (url, password) = try SharedStoreHosts.createDatabase(database, on: server)
-        atexit { SharedTestDatabase.stop() }
-        return (server, url, password)
+    private static let running = Mutex<PostgresServer?>(nil)
+    private static let started = Task<(server: PostgresServer, url: String, password: String), any Error> {
+        try await offThePool {
+            let server = try PostgresServer.start()
+            running.withLock { $0 = server }
+            atexit { SharedTestDatabase.stop() }
+            let (url, password) = try SharedStoreHosts.createDatabase(database, on: server)
+            return (server, url, password)
+        }
     }
 
     static var server: PostgresServer {
-        get throws { try started.get().server }
+        get async throws { try await started.value.server }
     }
 
-    static func settings(tenant: String, leaseDuration: TimeInterval = 60) throws -> PostgresStoreSettings {
-        let (_, url, password) = try started.get()
+    static func settings(tenant: String, leaseDuration: TimeInterval = 60) async throws -> PostgresStoreSettings {
+        let (_, url, password) = try await started.value
         return try PostgresStoreSettings(url: url, password: password, tenant: tenant, leaseDuration: leaseDuration)
     }
 
     static func openStore(tenant: String, key: SymmetricKey, hostName: String = "test-host",
                           leaseDuration: TimeInterval = 60) async throws -> PostgresAccountStore {
-        try await PostgresAccountStore(settings: settings(tenant: tenant, leaseDuration: leaseDuration), key: key,
+        try await PostgresAccountStore(settings: await settings(tenant: tenant, leaseDuration: leaseDuration), key: key,
                                        hostName: hostName, logger: Fixtures.logger)
     }
 
@@ -119,7 +125,8 @@ enum SharedTestDatabase {
         await b.close()
     }
 
+    /// At exit, which only a started server registered for.
     static func stop() {
-        if case .success(let started) = started { started.server.destroy() }
+        running.withLock { $0 }?.destroy()
     }
 }

@@ -117,6 +117,26 @@ struct StoreContractTests {
         }
     }
 
+    @Test("DPoP nonces: one per account and origin, the newest of a batch kept; other tenants' accounts ignored",
+          arguments: StoreBackend.allCases)
+    func nonces(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let (a, b) = (Fixtures.record(), Fixtures.record())
+            try await store.insert(a, secrets: Fixtures.secrets())
+            try await store.insert(b, secrets: Fixtures.secrets())
+            let base = Date(timeIntervalSinceReferenceDate: 800_000_000)
+            try await store.saveDPoPNonces([
+                StoredDPoPNonce(account: b.id, origin: "https://pds.example.test", nonce: "b1", receivedAt: base),
+                StoredDPoPNonce(account: a.id, origin: "https://pds.example.test", nonce: "a2", receivedAt: base.addingTimeInterval(2)),
+                StoredDPoPNonce(account: a.id, origin: "https://pds.example.test", nonce: "a1", receivedAt: base.addingTimeInterval(1)),
+                StoredDPoPNonce(account: a.id, origin: "https://auth.example.test", nonce: "a3", receivedAt: base),
+                StoredDPoPNonce(account: UUID(), origin: "https://pds.example.test", nonce: "nobody", receivedAt: base),
+            ])
+            let stored = try await store.allDPoPNonces()
+            #expect(Set(stored.map(\.nonce)) == ["b1", "a2", "a3"])
+        }
+    }
+
     @Test("client signing keys: sealed, listed oldest first, removed only when unused", arguments: StoreBackend.allCases)
     func clientKeys(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in

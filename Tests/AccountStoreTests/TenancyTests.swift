@@ -15,7 +15,7 @@ struct TenancyTests {
     /// its owner, with tenant roles `names` set up as README says.
     private static func database(roles names: [String]) async throws
         -> (name: String, rolePassword: [String: String], settings: (String, String) throws -> PostgresStoreSettings) {
-        let server = try SharedTestDatabase.server
+        let server = try await SharedTestDatabase.server
         let name = "d" + UUID().uuidString.prefix(8).lowercased()
         let (ownerURL, ownerPassword) = try SharedStoreHosts.createDatabase(name, on: server)
         // The owner migrates (a tenant's role may not change the schema).
@@ -53,7 +53,7 @@ struct TenancyTests {
         await bobStore.close()
 
         // Bob's role, in plain SQL: none of Alice's rows can be read, changed or made.
-        let server = try SharedTestDatabase.server
+        let server = try await SharedTestDatabase.server
         func asBob(_ sql: String) throws -> String { try server.psql(sql, database: db.name, user: bob) }
         #expect(try asBob("SELECT count(*) FROM account") == "1")
         #expect(try asBob("SELECT count(*) FROM account WHERE tenant = '\(alice)'") == "0")
@@ -82,7 +82,7 @@ struct TenancyTests {
 
     @Test("a tenant's role cannot bring the schema up to date: told to start once as the tables' owner")
     func roleCannotMigrate() async throws {
-        let server = try SharedTestDatabase.server
+        let server = try await SharedTestDatabase.server
         let name = "d" + UUID().uuidString.prefix(8).lowercased()
         _ = try SharedStoreHosts.createDatabase(name, on: server)
         let role = "dave_\(UUID().uuidString.prefix(6).lowercased())"
@@ -152,7 +152,7 @@ struct TenancyTests {
             try await raw.write { try $0.execute(sql: sql) }
             try raw.close()
         } else {
-            _ = try SharedTestDatabase.server.psql(sql, database: SharedTestDatabase.database)
+            _ = try await SharedTestDatabase.server.psql(sql, database: SharedTestDatabase.database)
         }
     }
 
@@ -169,7 +169,7 @@ struct TenancyTests {
         await a.close()
         await b.close()
         // As a store written before the seal came in looks: no seals, no tenant sealed yet.
-        _ = try SharedTestDatabase.server.psql("""
+        _ = try await SharedTestDatabase.server.psql("""
             UPDATE account SET metadata_seal = NULL WHERE tenant IN ('\(tenantA)', '\(tenantB)');
             DELETE FROM blueskyd_tenant_sealed WHERE tenant IN ('\(tenantA)', '\(tenantB)');
             """, database: SharedTestDatabase.database)
@@ -182,7 +182,7 @@ struct TenancyTests {
         await reopenedA.close()
         await reopenedB.close()
         // From now on a row without a seal is an altered one; a wrong key never seals.
-        _ = try SharedTestDatabase.server.psql("UPDATE account SET metadata_seal = NULL WHERE id = '\(recordA.id)'",
+        _ = try await SharedTestDatabase.server.psql("UPDATE account SET metadata_seal = NULL WHERE id = '\(recordA.id)'",
                                                database: SharedTestDatabase.database)
         let again = try await SharedTestDatabase.openStore(tenant: tenantA, key: keyA)
         #expect(try await again.account(id: recordA.id)?.isAltered == true)
@@ -223,7 +223,7 @@ struct TenancyTests {
         let record = Fixtures.record()
         try await store.insert(record, secrets: Fixtures.secrets())
         await store.close()
-        _ = try SharedTestDatabase.server.psql("""
+        _ = try await SharedTestDatabase.server.psql("""
             UPDATE account SET metadata_seal = NULL WHERE tenant = '\(tenant)';
             DELETE FROM blueskyd_tenant_sealed WHERE tenant = '\(tenant)';
             """, database: SharedTestDatabase.database)

@@ -109,7 +109,7 @@ struct SharedScheduleTakerTests {
         schedule.setDue(accounts, at: Date())
         var hosts: [Host] = []
         for _ in 0..<3 { hosts.append(await Host(schedule: schedule, accounts: accounts, next: next)) }
-        let done = try await eventually(timeout: .seconds(60)) {
+        let done = await eventually(timeout: .seconds(60)) {
             schedule.state.withLock { $0.due.values.allSatisfy { $0 == next } }
         }
         for host in hosts { await host.stop() }
@@ -127,9 +127,9 @@ struct SharedScheduleTakerTests {
         schedule.setDue([account], at: Date())
         schedule.state.withLock { $0.failTakes = 3 }
         let host = await Host(schedule: schedule, accounts: [account], next: Date().addingTimeInterval(600))
-        let refreshed = try await eventually(timeout: .seconds(60)) { host.refreshed.all.count == 1 }
+        let refreshed = await eventually(timeout: .seconds(60)) { host.refreshed.all.count == 1 }
         let failures = schedule.state.withLock { $0.failedTakes }
-        let written = try await eventually(timeout: .seconds(60)) {
+        let written = await eventually(timeout: .seconds(60)) {
             schedule.state.withLock { $0.due[account] }.map { $0.timeIntervalSinceNow > 500 } == true
         }
         await host.stop()
@@ -145,7 +145,7 @@ struct SharedScheduleTakerTests {
         schedule.state.withLock { $0.failWrites = 2 }
         let next = Date().addingTimeInterval(600)
         let host = await Host(schedule: schedule, accounts: accounts, next: next)
-        let written = try await eventually(timeout: .seconds(60)) {
+        let written = await eventually(timeout: .seconds(60)) {
             schedule.state.withLock { state in accounts.allSatisfy { state.due[$0] == next } }
         }
         let failures = schedule.state.withLock { $0.failedWrites }

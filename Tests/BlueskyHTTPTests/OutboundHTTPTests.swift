@@ -20,8 +20,10 @@ struct OutboundHTTPTests {
                                         timeout: .milliseconds(300))
             }
             let took = ContinuousClock.now - started
-            // Without a deadline on the body this never returns; the bound is loose for loaded machines.
-            #expect(took >= .milliseconds(290) && took < .seconds(5), "\(path): gave up after \(took)")
+            // Without a deadline on the body this never returns. The bound is loose: the unit tests
+            // share two cores with CPU-bound neighbours (100,000 sealed records, certificates),
+            // which have delayed this timer by 6 s.
+            #expect(took >= .milliseconds(290) && took < .seconds(30), "\(path): gave up after \(took)")
         }
         let echo = try await http.send(OutboundRequest(url: URL(string: "http://127.0.0.1:\(server.port)/echo")!),
                                        timeout: .seconds(10))

@@ -18,7 +18,10 @@ final class BackgroundWork: Sendable {
         var limit: Int {
             switch self {
             case .identityCheck, .profileFetch: 4
-            case .nonceSave: 1
+            // NonceSaver keeps one save under way; a second slot lets the next start while the
+            // last is still leaving (it found nothing more to save), so no nonce waits for a
+            // later, unrelated save.
+            case .nonceSave: 2
             case .login: 64
             }
         }

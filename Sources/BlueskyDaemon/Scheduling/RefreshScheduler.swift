@@ -30,7 +30,7 @@ actor RefreshScheduler {
 
     /// An account is never dispatched again sooner than this after its last upkeep ended,
     /// whatever date it asks for: no failure can make the loop spin.
-    static let minimumRedispatchInterval: TimeInterval = 1
+    static let minimumRedispatchInterval = AccountLifecycle.minimumUpkeepInterval
 
     /// An account's live due date in the heap (nil: none, or dispatched), the server it
     /// refreshes at, and whether it was taken from the shared book: in one table, since at
@@ -90,6 +90,9 @@ actor RefreshScheduler {
     func know(_ id: UUID, server: String) {
         if slots[id] == nil { slots[id] = Slot(due: nil, server: servers.id(for: server)) }
     }
+
+    /// Takes in what sessions noted since the loop's last turn (at a stop, after the loop ended).
+    func takeInNotedDates() { drainInbox() }
 
     /// Takes in what sessions noted: a date this host decides goes to the shared book when
     /// there is one (the heap keeps only local timers and taken accounts), else to the heap.

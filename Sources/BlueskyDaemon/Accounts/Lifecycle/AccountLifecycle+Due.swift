@@ -40,6 +40,17 @@ extension AccountLifecycle {
     /// The stretch is drawn from the account and its tokens' issue time: the same for every
     /// look at the same tokens, on every host.
     static func plannedRefresh(of record: AccountRecord, rules: Rules) -> Date? {
+        refresh(of: record, rules: rules) { Jitter.stretch(of: record.id, issued: $0) }
+    }
+
+    /// The earliest a refresh of `record` may be due (the widest stretch): a taken account
+    /// whose tokens are younger than that is not due yet, whatever the schedule said.
+    static func earliestRefresh(of record: AccountRecord, rules: Rules) -> Date? {
+        refresh(of: record, rules: rules) { _ in Jitter.widest }
+    }
+
+    /// The refresh date of `record` with its lead time stretched by `stretch(issued)`.
+    private static func refresh(of record: AccountRecord, rules: Rules, stretch: (Date) -> Double) -> Date? {
         guard record.state != .needsLogin else { return nil }
         let issued = record.lastRefreshAt ?? record.createdAt
         guard let expiry = record.accessExpiresAt else {
@@ -48,18 +59,7 @@ extension AccountLifecycle {
         }
         let lifetime = max(0, expiry.timeIntervalSince(issued))
         let ahead = min(rules.refreshAhead.seconds, lifetime / 4)
-        let stretched = min(ahead * Jitter.stretch(of: record.id, issued: issued), lifetime / 3)
-        return expiry.addingTimeInterval(-stretched)
-    }
-
-    /// The earliest a refresh of `record` may be due (the widest stretch): a taken account
-    /// whose tokens are younger than that is not due yet, whatever the schedule said.
-    static func earliestRefresh(of record: AccountRecord, rules: Rules) -> Date? {
-        guard record.state != .needsLogin else { return nil }
-        guard let expiry = record.accessExpiresAt else { return plannedRefresh(of: record, rules: rules) }
-        let issued = record.lastRefreshAt ?? record.createdAt
-        let lifetime = max(0, expiry.timeIntervalSince(issued))
-        return expiry.addingTimeInterval(-min(min(rules.refreshAhead.seconds, lifetime / 4) * Jitter.widest, lifetime / 3))
+        return expiry.addingTimeInterval(-min(ahead * stretch(issued), lifetime / 3))
     }
 
     /// Sets `transition.reschedule` when the due date changed, or when the scheduler must hear

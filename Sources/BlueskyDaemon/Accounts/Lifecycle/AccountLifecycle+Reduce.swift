@@ -4,7 +4,7 @@ import XRPC
 
 extension AccountLifecycle {
     /// Applies `input` to `state`: the next state, the write recording it, the new due date.
-    /// Pure: the same arguments always give the same transition.
+    /// Pure but for the backoff's jitter: it reads no clock, store or network of its own.
     static func reduce(_ state: State, _ input: Input, rules: Rules, now: Date) -> Transition {
         let input = distrustingAltered(input, now: now)
         var next = state
