@@ -16,7 +16,7 @@ struct RewrittenRowTests {
     func rewrittenRowSendsNothing() async throws {
         try HermeticNetwork.require()
         let directory = try TemporaryDirectory("blueskyd-rewritten")
-        let database = try PostgresServer.start()
+        let database = try await offThePool { try PostgresServer.start() }
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             config.accessTokenLifetime = .seconds(3600)
             config.oauthAccessTokenLifetime = .seconds(3600)

@@ -17,7 +17,7 @@ struct SharedStoreDeadServerTests {
     func deadServerStarvesNobody() async throws {
         try HermeticNetwork.require()
         let directory = try TemporaryDirectory("blueskyd-deadserver")
-        let database = try PostgresServer.start()
+        let database = try await offThePool { try PostgresServer.start() }
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             config.oauthAccessTokenLifetime = .seconds(3600)
         }

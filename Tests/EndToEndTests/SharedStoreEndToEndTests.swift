@@ -17,7 +17,7 @@ struct SharedStoreEndToEndTests {
     func threeHosts() async throws {
         try HermeticNetwork.require()
         let directory = try TemporaryDirectory("blueskyd-shared")
-        let database = try PostgresServer.start()
+        let database = try await offThePool { try PostgresServer.start() }
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             config.accessTokenLifetime = Self.tokenLifetime
         }
@@ -97,12 +97,12 @@ struct SharedStoreEndToEndTests {
 
             // Stop and restart PostgreSQL under load: every host reports the outage, comes back,
             // and no account is lost or left needing a login.
-            try database.stop(mode: .fast)
+            try await offThePool { try database.stop(mode: .fast) }
             try await waitUntil("a host notices the database is gone", timeout: .seconds(30)) {
                 let status = try await survivors[0].call("daemon.status")
                 return status["storeUnavailable"] != .null
             }
-            try database.start()
+            try await offThePool { try database.start() }
             let restartedAt = accounts.map { testbed.stats(did: $0.did).refreshes }
             try await waitUntil("every account refreshed after the restart", timeout: .seconds(90)) {
                 zip(accounts, restartedAt).allSatisfy { testbed.stats(did: $0.did).refreshes - $1 >= 1 }

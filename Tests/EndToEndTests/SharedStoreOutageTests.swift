@@ -16,7 +16,7 @@ struct SharedStoreOutageTests {
     func outageBetweenRotationAndSave() async throws {
         try HermeticNetwork.require()
         let directory = try TemporaryDirectory("blueskyd-outage")
-        let database = try PostgresServer.start()
+        let database = try await offThePool { try PostgresServer.start() }
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             config.accessTokenLifetime = .seconds(3600)
             config.oauthAccessTokenLifetime = .seconds(3600)
@@ -82,14 +82,14 @@ struct SharedStoreOutageTests {
             }
             let rotatedAll = try await eventually(timeout: .seconds(30)) { refreshes() >= before + 4 }
             try #require(rotatedAll, "the servers rotated all four (\(refreshes() - before)): \(hosts[0].log.suffix(4000))")
-            try database.stop(mode: .fast)
+            try await offThePool { try database.stop(mode: .fast) }
             await forced.value
             for id in ids {
                 let view = try await hosts[0].call("accounts.list")["accounts"]?.arrayValue?.first { $0["id"]?.stringValue == id }
                 #expect(view?["state"] == "retrying", "host 0 holds rotated tokens it could not save: \(view ?? .null)")
             }
             try await Task.sleep(for: .seconds(15))
-            try database.start()
+            try await offThePool { try database.start() }
 
             // Every account falls due on both hosts at once: host 1 takes them, and must not
             // send the refresh tokens host 0 spent.

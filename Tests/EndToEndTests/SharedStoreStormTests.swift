@@ -18,7 +18,7 @@ struct SharedStoreStormTests {
     func tenThousandAccounts() async throws {
         try HermeticNetwork.require()
         let directory = try TemporaryDirectory("blueskyd-storm")
-        let database = try PostgresServer.start()
+        let database = try await offThePool { try PostgresServer.start() }
         // New tokens live an hour: one rotation per account in this test.
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             config.oauthAccessTokenLifetime = .seconds(3600)
