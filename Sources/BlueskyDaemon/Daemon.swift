@@ -102,6 +102,10 @@ public struct Daemon: Sendable {
             await store.close()
             throw DaemonStartupError("cannot load the accounts: \(error)")
         }
+        // Every session noted its first date while loading: the scheduler takes them in now, and
+        // the pages the notes and the scheduler's growing tables passed through go back.
+        await scheduler.takeInNotedDates()
+        ReleaseFreedMemory.now()
 
         let stopping = Atomic(false)
         let listener = try startup(try socketListener())
