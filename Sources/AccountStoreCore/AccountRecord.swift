@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import WebBasics
 
 /// How an account signs in.
@@ -150,11 +151,25 @@ extension AccountRecord {
     /// The refresh server of an account at `pds` with an OAuth session at `tokenEndpoint`.
     public static func refreshServer(pds: String, tokenEndpoint: String?) -> String {
         let endpoint = tokenEndpoint ?? pds
-        guard let components = URLComponents(string: endpoint), let host = components.host,
-              let origin = URLOrigin(scheme: components.scheme ?? "https", host: host, port: components.port)
-        else { return endpoint }
-        return origin.string
+        if let known = knownRefreshServers.withLock({ $0[endpoint] }) { return known }
+        let server: String
+        if let components = URLComponents(string: endpoint), let host = components.host,
+           let origin = URLOrigin(scheme: components.scheme ?? "https", host: host, port: components.port) {
+            server = origin.string
+        } else {
+            server = endpoint
+        }
+        knownRefreshServers.withLock { known in
+            if known.count >= 1_024 { known.removeAll(keepingCapacity: true) }
+            known[endpoint] = server
+        }
+        return server
     }
+
+    /// Endpoints already parsed: a start-up asks once per account (100,000 URL parses took a
+    /// quarter of loading), and accounts share a handful of servers. Bounded, for a registry
+    /// whose every account has a PDS of its own.
+    private static let knownRefreshServers = Mutex<[String: String]>([:])
 }
 
 extension AccountRecord {

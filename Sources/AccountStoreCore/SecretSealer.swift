@@ -39,12 +39,13 @@ package struct SecretSealer: Sendable {
     /// The sealed fields, each length-prefixed (a missing one as 0xFFFFFFFF), so that no two
     /// different records run together into the same bytes.
     private static func sealedMetadata(_ record: AccountRecord, tenant: String) -> Data {
-        var data = Data("blueskyd/account-metadata/v1".utf8)
+        // Every row is checked as it loads: one buffer, sized once, no copy per field.
+        var data = Data(capacity: 512)
+        data.append(contentsOf: "blueskyd/account-metadata/v1".utf8)
         func field(_ value: String?) {
             guard let value else { return data.append(contentsOf: [0xFF, 0xFF, 0xFF, 0xFF]) }
-            let bytes = Array(value.utf8)
-            withUnsafeBytes(of: UInt32(bytes.count).bigEndian) { data.append(contentsOf: $0) }
-            data.append(contentsOf: bytes)
+            withUnsafeBytes(of: UInt32(value.utf8.count).bigEndian) { data.append(contentsOf: $0) }
+            data.append(contentsOf: value.utf8)
         }
         withUnsafeBytes(of: record.id.uuid) { data.append(contentsOf: $0) }
         field(tenant)

@@ -21,7 +21,13 @@ extension SQLiteAccountStore {
             if let key {
                 request = request.filter(sql: "(created_at, id) > (?, ?)", arguments: [key.createdAt.storedSeconds, key.id])
             }
-            return try Row.fetchAll(db, request).map(self.verified)
+            // Through a cursor: a page of GRDB rows would be 10,000 short-lived allocations
+            // interleaved with the sessions a start-up makes from them.
+            var page: [AccountRecord] = []
+            page.reserveCapacity(limit)
+            let rows = try Row.fetchCursor(db, request)
+            while let row = try rows.next() { page.append(try self.verified(row)) }
+            return page
         }
     }
 
