@@ -32,6 +32,7 @@ public struct Daemon: Sendable {
     }
 
     public func run() async throws(DaemonStartupError) {
+        ReleaseFreedMemory.keepLargeBlocksMapped()
         let stateDirectory = try startup(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
         let lock: InstanceLock
         do {

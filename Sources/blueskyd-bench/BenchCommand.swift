@@ -34,6 +34,8 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Registered account counts for the memory section, comma-separated.")
     var accountCounts = "1,1000,100000,1000000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
+    @Option(help: "Starts of blueskyd per account count in the memory section; the median is reported (RSS varies by a few MiB between starts).")
+    var memoryStarts = 3
     @Option(help: ArgumentHelp("Sections to run, comma-separated: \(BenchRun.sectionOrder.joined(separator: ", ")).",
                                valueName: "sections"))
     var sections = BenchRun.sectionOrder.joined(separator: ",")
@@ -68,6 +70,7 @@ struct RunBenchmark: AsyncParsableCommand {
             latencyBlock: max(1, latencyBlock),
             accountCounts: accountCounts.split(separator: ",").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) },
             settleSeconds: max(0, settleSeconds),
+            memoryStarts: max(1, memoryStarts),
             sections: Set(sections.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }),
             inProcessUpstream: inProcessUpstream, nonceCalls: max(1, nonceCalls),
             nonceRotationSeconds: max(1, nonceRotationSeconds), shortNonceRotationSeconds: max(0, shortNonceRotationSeconds))
@@ -102,6 +105,7 @@ struct BenchOptions: Sendable {
     var latencyBlock: Int
     var accountCounts: [Int]
     var settleSeconds: Double
+    var memoryStarts: Int
     var sections: Set<String>
     var inProcessUpstream: Bool
     var nonceCalls: Int

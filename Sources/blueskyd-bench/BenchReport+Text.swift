@@ -129,8 +129,8 @@ extension BenchReport {
 
     private func memoryLines() -> [String] {
         guard !memory.isEmpty else { return ["3. Idle memory: not measured (see problems)"] }
-        var lines = ["3. Idle memory of blueskyd (VmRSS after daemon.status and a settle)",
-                     "   accounts     RSS        peak       start      store seeding"]
+        var lines = ["3. Idle memory of blueskyd (VmRSS after daemon.status and a settle; medians of the starts)",
+                     "   accounts     RSS        peak       start      store seeding   RSS of each start"]
         for m in memory {
             if let error = m.error, m.rssKiB == nil {
                 lines.append("   \(pad(String(m.accounts), 10))   failed: \(error)")
@@ -140,12 +140,18 @@ extension BenchReport {
                 + "   " + pad(m.rssKiB.map(mebibytes) ?? "?", 9)
                 + "  " + pad(m.peakKiB.map(mebibytes) ?? "?", 9)
                 + "  " + pad(m.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
-                + "  " + (m.seedSeconds.map { format($0, 1) + " s" } ?? "?")
+                + "  " + pad(m.seedSeconds.map { format($0, 1) + " s" } ?? "?", 13)
+                + "   " + m.rssSamplesKiB.map { format(Double($0) / 1024, 1) }.joined(separator: ", ")
                 + (m.accountsLoaded.map { $0 == m.accounts ? "" : "   (daemon.status reports \($0) accounts)" } ?? ""))
         }
         if let thousand = memory.first(where: { $0.accounts == 1000 }), let rss = thousand.rssKiB {
             lines.append("   at 1,000 accounts: \(mebibytes(rss))   target < 40 MB   "
                 + verdict(rss < MemoryResult.targetKiBAtThousand))
+        }
+        if let large = memory.first(where: { $0.accounts == 100_000 }), let rss = large.rssKiB,
+           let seconds = large.startSeconds {
+            lines.append("   at 100,000 accounts: \(mebibytes(rss)), start \(format(seconds, 2)) s   target ≤ 120 MiB, ≤ 1 s   "
+                + verdict(rss <= MemoryResult.targetKiBAtHundredThousand && seconds <= 1))
         }
         return lines
     }

@@ -120,15 +120,20 @@ struct NonceChallengeResult: Codable, Sendable {
 struct MemoryResult: Codable, Sendable {
     /// 40 MB (10^6 bytes) in KiB.
     static let targetKiBAtThousand = 40_000_000 / 1024
+    /// 120 MiB in KiB.
+    static let targetKiBAtHundredThousand = 120 * 1024
 
     var accounts: Int
     /// Seconds spent writing the accounts into the store (before the daemon starts).
     var seedSeconds: Double?
-    /// From launching blueskyd to its socket answering `daemon.info`.
+    /// From launching blueskyd to its socket answering `daemon.info` (median of the starts).
     var startSeconds: Double?
     /// `daemon.status` `accounts` after startup (should equal `accounts`).
     var accountsLoaded: Int?
+    /// The median of `rssSamplesKiB`.
     var rssKiB: Int?
+    /// VmRSS of each start, in order.
+    var rssSamplesKiB: [Int] = []
     var peakKiB: Int?
     var error: String?
 }

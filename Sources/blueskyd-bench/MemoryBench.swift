@@ -8,8 +8,10 @@ struct MemoryBench {
     let workDirectory: String
     let progress: ProgressLog
 
-    /// Seeds a fresh state directory with `count` accounts, starts blueskyd on it, lets it
-    /// settle and reads its VmRSS.
+    /// Seeds a fresh state directory with `count` accounts, then starts blueskyd on it
+    /// `memoryStarts` times; each start settles and has its VmRSS read. The medians are reported:
+    /// from one start to the next RSS varies by a few MiB (where the allocator's arenas leave the
+    /// pages that loading freed).
     func measure(accounts count: Int) async -> MemoryResult {
         var result = MemoryResult(accounts: count)
         let directory = workDirectory + "/memory-\(count)"
@@ -26,34 +28,62 @@ struct MemoryBench {
         }
         result.seedSeconds = (ContinuousClock.now - seedStart).inSeconds
 
-        progress.say("memory: starting blueskyd with \(count) accounts")
+        var starts: [MemoryStart] = []
+        for run in 1...options.memoryStarts {
+            progress.say("memory: starting blueskyd with \(count) accounts (\(run) of \(options.memoryStarts))")
+            let start = await startOnce(directory: directory)
+            if let error = start.error { result.error = error }
+            if let loaded = start.accountsLoaded { result.accountsLoaded = loaded }
+            guard start.error == nil else { break }
+            starts.append(start)
+        }
+        result.rssSamplesKiB = starts.compactMap(\.rssKiB)
+        result.rssKiB = Statistics.median(result.rssSamplesKiB.map(Double.init)).map { Int($0) }
+        result.peakKiB = Statistics.median(starts.compactMap(\.peakKiB).map(Double.init)).map { Int($0) }
+        result.startSeconds = Statistics.median(starts.compactMap(\.seconds))
+        return result
+    }
+}
+
+/// One start of blueskyd on a seeded store.
+private struct MemoryStart {
+    var seconds: Double?
+    var accountsLoaded: Int?
+    var rssKiB: Int?
+    var peakKiB: Int?
+    var error: String?
+}
+
+extension MemoryBench {
+    private func startOnce(directory: String) async -> MemoryStart {
+        var start = MemoryStart()
         let launch = ContinuousClock.now
         let daemon: DaemonProcess
         do {
             daemon = try await DaemonProcess(
                 directory: directory, testbed: nil, extraArguments: DaemonArguments.forUpstream(upstream))
         } catch {
-            result.error = BenchError.daemonFailed(describe(error)).description
-            return result
+            start.error = BenchError.daemonFailed(describe(error)).description
+            return start
         }
-        result.startSeconds = (ContinuousClock.now - launch).inSeconds
+        start.seconds = (ContinuousClock.now - launch).inSeconds
         Watchdog.track(daemon.pid)
         do {
             let status = try await daemon.call("daemon.status")
-            result.accountsLoaded = status["accounts"]?.intValue
+            start.accountsLoaded = status["accounts"]?.intValue
             try await Task.sleep(for: .seconds(options.settleSeconds))
             if let memory = ProcessMemory.read(pid: daemon.pid) {
-                result.rssKiB = memory.rssKiB
-                result.peakKiB = memory.peakKiB
+                start.rssKiB = memory.rssKiB
+                start.peakKiB = memory.peakKiB
             } else {
-                result.error = "cannot read /proc/\(daemon.pid)/status"
+                start.error = "cannot read /proc/\(daemon.pid)/status"
             }
         } catch {
-            result.error = BenchError.daemonFailed("daemon.status: \(describe(error))").description
+            start.error = BenchError.daemonFailed("daemon.status: \(describe(error))").description
         }
         _ = await daemon.stop()
         Watchdog.untrack(daemon.pid)
-        return result
+        return start
     }
 }
 

@@ -6,14 +6,34 @@ import Glibc
 enum ReleaseFreedMemory {
     #if canImport(Glibc)
     private typealias MallocTrim = @convention(c) (Int) -> Int32
-    /// glibc's `malloc_trim`, which Swift's Glibc module does not export (it is in malloc.h).
+    private typealias MallocOption = @convention(c) (Int32, Int32) -> Int32
+    /// glibc's `malloc_trim` and `mallopt`, which Swift's Glibc module does not export (they
+    /// are in malloc.h).
     private static let mallocTrim: MallocTrim? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "malloc_trim")
         .map { unsafeBitCast($0, to: MallocTrim.self) }
+    private static let mallocOption: MallocOption? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt")
+        .map { unsafeBitCast($0, to: MallocOption.self) }
+    /// `M_MMAP_THRESHOLD` in malloc.h.
+    private static let mmapThresholdOption: Int32 = -3
     #endif
 
     static func now() {
         #if canImport(Glibc)
         _ = mallocTrim?(0)
+        #endif
+    }
+
+    /// Keeps blocks of 128 KiB and more (the registry's tables, pages of loaded rows) in their
+    /// own mappings, which go back to the kernel whole when freed.
+    ///
+    /// glibc otherwise raises that threshold each time such a block is freed, so that the
+    /// tables which outgrow their storage while loading get carved from the heap, where the
+    /// small long-lived objects allocated in between keep their pages. Measured at 100,000
+    /// accounts (five starts each): idle RSS 117.5 to 125.1 MiB with the moving threshold,
+    /// 116.5 to 117.8 MiB with it fixed.
+    static func keepLargeBlocksMapped() {
+        #if canImport(Glibc)
+        _ = mallocOption?(mmapThresholdOption, 128 * 1024)
         #endif
     }
 }
