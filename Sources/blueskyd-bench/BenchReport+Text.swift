@@ -83,7 +83,7 @@ extension BenchReport {
             "                    p50       p90       p99      mean",
             "   direct     " + row(l.direct),
             "   blueskyd   " + row(l.daemon),
-            "   added p50: \(format(l.addedP50, 1)) µs   target < \(format(LatencyResult.targetAddedP50Microseconds, 0)) µs   "
+            "   added p50: \(format(l.addedP50, 1)) µs   target ≤ \(format(l.targetAddedP50, 0)) µs   "
                 + verdict(l.meetsTarget) + "   (added p99: \(format(l.addedP99, 1)) µs)",
         ]
         if l.failures > 0 { lines.append("   calls without status 200: \(l.failures)") }

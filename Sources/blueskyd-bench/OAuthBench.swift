@@ -35,7 +35,8 @@ struct OAuthBench {
             let setup = try await prepare(client: client, loginHTTP: loginHTTP)
             daemon = setup.daemon
             let sides = SideBySide(options: options, progress: progress, prefix: "oauth-", daemon: setup.daemon,
-                                   requestLine: BenchRequest.line(did: upstream.info.did), group: group)
+                                   requestLine: BenchRequest.line(did: upstream.info.did), group: group,
+                                   latencyTarget: LatencyResult.oauthTarget)
             if options.wants("oauth-throughput"), let direct = setup.direct {
                 do {
                     report.oauthThroughput = try await sides.throughput(direct: direct)
