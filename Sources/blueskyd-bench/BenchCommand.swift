@@ -58,7 +58,7 @@ struct RunBenchmark: AsyncParsableCommand {
     var stormAccounts = 20_000
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
-    @Option(help: "Seconds after which the whole run gives up (children are killed); default 600, plus the refresh-capacity section's length when it runs.")
+    @Option(help: "Seconds after which the whole run gives up (children are killed); default 600, plus the lengths of the refresh-capacity and cluster sections and of the memory section's repeated starts when they run.")
     var timeLimit: Double?
 
     func run() async throws {
@@ -83,6 +83,7 @@ struct RunBenchmark: AsyncParsableCommand {
         options.stormAccounts = max(10, stormAccounts)
         let extra = (options.wants(RefreshCapacityBench.section) ? RefreshCapacityBench.timeBudget(options) : 0)
             + (options.wants(ClusterBench.section) ? ClusterBench.timeBudget(options) : 0)
+            + (options.wants("memory") ? MemoryBench.timeBudget(options) : 0)
         Watchdog.arm(seconds: timeLimit ?? 600 + extra)
         let progress = ProgressLog(enabled: true)
         let report = await BenchRun(options: options, progress: progress).run()

@@ -12,6 +12,13 @@ struct MemoryBench {
     /// `memoryStarts` times; each start settles and has its VmRSS read. The medians are reported:
     /// from one start to the next RSS varies by a few MiB (where the allocator's arenas leave the
     /// pages that loading freed).
+    /// Seconds the starts after the first may take: at 100,000 accounts a start and stop take
+    /// about 3 s, plus the settle.
+    static func timeBudget(_ options: BenchOptions) -> Double {
+        let perStart = options.accountCounts.reduce(0.0) { $0 + 5 + options.settleSeconds + Double($1) / 100_000 * 3 }
+        return perStart * Double(options.memoryStarts - 1)
+    }
+
     func measure(accounts count: Int) async -> MemoryResult {
         var result = MemoryResult(accounts: count)
         let directory = workDirectory + "/memory-\(count)"
