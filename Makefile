@@ -31,7 +31,7 @@ ZSHCOMPDIR  = $(PREFIX)/share/zsh/vendor-completions
 FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
 INSTALL_BIN = $(or $(INSTALL_FROM),$(RELEASE_BIN))
 INSTALLED_FILES = $(BINDIR)/blueskyd $(BINDIR)/bskyctl \
-	$(USERUNITDIR)/blueskyd.service $(USERUNITDIR)/blueskyd.socket \
+	$(USERUNITDIR)/blueskyd.service $(USERUNITDIR)/blueskyd.socket $(USERUNITDIR)/blueskyd-xrpc.socket \
 	$(MANDIR)/man1/blueskyd.1 $(MANDIR)/man1/bskyctl.1 $(MANDIR)/man5/blueskyd.toml.5 \
 	$(DOCDIR)/blueskyd.toml.example \
 	$(BASHCOMPDIR)/bskyctl $(ZSHCOMPDIR)/_bskyctl $(FISHCOMPDIR)/bskyctl.fish
@@ -48,8 +48,11 @@ deps:
 	fi
 	@command -v $(SWIFT) >/dev/null || { echo "swift is not on PATH: install Swift 6.1 or later from swift.org"; exit 1; }
 	@# DPoPTests' independent verifier; Debian's own python3 wants --break-system-packages for pip.
-	@python3 -c 'import joserfc' 2>/dev/null || python3 -m pip install --quiet joserfc 2>/dev/null \
-	  || python3 -m pip install --quiet --break-system-packages joserfc
+	@# A client nobody here wrote, for the gateway's end-to-end tests: the Python atproto SDK.
+	@for module in joserfc:joserfc atproto:atproto==0.0.73; do \
+	  python3 -c "import $${module%%:*}" 2>/dev/null || python3 -m pip install --quiet "$${module#*:}" 2>/dev/null \
+	    || python3 -m pip install --quiet --break-system-packages "$${module#*:}" || exit 1; \
+	done
 
 build: deps
 	$(SWIFT) build
@@ -84,7 +87,7 @@ install: $(if $(INSTALL_FROM),,release-build)
 	install -m 755 "$(INSTALL_BIN)/blueskyd" "$(INSTALL_BIN)/bskyctl" "$(DESTDIR)$(BINDIR)/"
 	sed 's|^ExecStart=/usr/local/bin/|ExecStart=$(BINDIR)/|' packaging/systemd/blueskyd.service > "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
 	chmod 644 "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
-	install -m 644 packaging/systemd/blueskyd.socket "$(DESTDIR)$(USERUNITDIR)/"
+	install -m 644 packaging/systemd/blueskyd.socket packaging/systemd/blueskyd-xrpc.socket "$(DESTDIR)$(USERUNITDIR)/"
 	install -m 644 man/blueskyd.1 man/bskyctl.1 "$(DESTDIR)$(MANDIR)/man1/"
 	install -m 644 man/blueskyd.toml.5 "$(DESTDIR)$(MANDIR)/man5/"
 	install -m 644 etc/blueskyd.toml "$(DESTDIR)$(DOCDIR)/blueskyd.toml.example"

@@ -74,13 +74,18 @@ let package = Package(
         .target(name: "JSONRPC"),
         // The Unix-socket JSON-RPC server: peer credentials, framing, ordered replies.
         .target(name: "RPCServer", dependencies: ["JSONRPC", logging] + nio),
+        // Plain XRPC over HTTP/1.1 on a Unix socket: admission (the daemon's user, no web
+        // pages), keep-alive, one handler per request.
+        .target(name: "XRPCGateway", dependencies: [
+            "JSONRPC", "RPCServer", logging, .product(name: "NIOHTTP1", package: "swift-nio"),
+        ] + nio),
         // libsystemd (sd_notify, sd_listen_fds, sd_journal_sendv), and blueskyd's Swift face of it.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .target(name: "SystemdGlue", dependencies: ["CSystemd", logging]),
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
-            "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "XRPCGateway", "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),
@@ -124,7 +129,8 @@ let package = Package(
             "ATTestbed", "JSONRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "DPoP", "ATOAuth", logging,
         ] + nio),
         // Helpers shared by the test suites: dnsmasq, the hermetic network, DaemonHarness again.
-        .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics", "BlueskyHTTP"], path: "Tests/BlueskyTesting"),
+        .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics", "BlueskyHTTP"] + nio,
+                path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
             "ATTestbed", "DaemonHarness", "JSONRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "DPoP", "ATOAuth", "BlueskyHTTP",
             "WebBasics", logging,
@@ -154,7 +160,11 @@ let package = Package(
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"],
+                    exclude: ["gateway_sdk_client.py"]),
+        .testTarget(name: "XRPCGatewayTests", dependencies: [
+            "XRPCGateway", "RPCServer", "JSONRPC", .product(name: "NIOHTTP1", package: "swift-nio"),
+        ] + nio),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 
         // atproto OAuth building blocks: DPoP proofs (RFC 9449, the client's side; ATTestbed

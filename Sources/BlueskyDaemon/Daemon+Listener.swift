@@ -22,7 +22,7 @@ extension Daemon {
     func socketListener() throws -> DaemonListener {
         let passed: SocketActivation.Descriptor?
         do {
-            passed = try SocketActivation.listeningSocket(named: "blueskyd")
+            passed = try SocketActivation.listeningSocket(named: "blueskyd", others: [Self.gatewaySocketName])
         } catch {
             throw ListenerError(description: error.description)
         }
@@ -43,5 +43,31 @@ extension Daemon {
             ])
         }
         return DaemonListener(listener: .inheritedDescriptor(passed.fd), path: path, activated: true)
+    }
+
+    /// FileDescriptorName= of blueskyd-xrpc.socket.
+    static let gatewaySocketName = "xrpc"
+
+    /// The socket named "xrpc" that systemd passed, or the configured gateway path; nil when
+    /// the gateway is off (and systemd passed it no socket).
+    func gatewayListener() throws -> DaemonListener? {
+        let passed: SocketActivation.Descriptor?
+        do {
+            passed = try SocketActivation.listeningSocket(named: Self.gatewaySocketName, orOnly: false)
+        } catch {
+            throw ListenerError(description: error.description)
+        }
+        guard let passed else {
+            guard let path = configuration.gatewaySocketPath else { return nil }
+            return DaemonListener(listener: .path(path), path: path, activated: false)
+        }
+        guard passed.isListeningUnixStream else {
+            throw ListenerError(description: """
+                socket activation: descriptor \(passed.fd) ('\(passed.name)') is not a listening Unix stream socket; \
+                use ListenStream= with a path in blueskyd-xrpc.socket
+                """)
+        }
+        return DaemonListener(listener: .inheritedDescriptor(passed.fd),
+                              path: passed.boundPath ?? "(inherited descriptor \(passed.fd))", activated: true)
     }
 }

@@ -8,6 +8,7 @@ import RPCServer
 import ServiceLifecycle
 import Synchronization
 import SystemdGlue
+import XRPCGateway
 import WebBasics
 import XRPC
 
@@ -110,20 +111,27 @@ public struct Daemon: Sendable {
 
         let stopping = Atomic(false)
         let listener = try startup(try socketListener())
+        let gatewayListener = try startup(try gatewayListener())
+        let proxy = XRPCProxy(registry: accounts.registry, environment: environment,
+                              pdsChanged: { session, used async throws(DaemonError) in
+                                  try await accounts.pdsChanged(of: session, from: used)
+                              })
         let methods = DaemonMethods(
             accounts: accounts,
-            proxy: XRPCProxy(registry: accounts.registry, environment: environment,
-                             pdsChanged: { session, used async throws(DaemonError) in
-                                 try await accounts.pdsChanged(of: session, from: used)
-                             }),
-            info: DaemonInfo(socketPath: listener.path, stateDirectory: stateDirectory.url.path,
-                             startedAt: Date()),
+            proxy: proxy,
+            info: DaemonInfo(socketPath: listener.path, gatewaySocketPath: gatewayListener?.path,
+                             stateDirectory: stateDirectory.url.path, startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)
         let server = RPCServer(
             listener: listener.listener,
             configuration: .init(maxLineBytes: configuration.maxLineBytes,
                                  maxConcurrentRequestsPerConnection: configuration.maxRequestsPerConnection),
             handler: methods, logger: logger)
+        let gateway = gatewayListener.map { gatewayListener in
+            GatewayServer(listener: gatewayListener.listener,
+                          configuration: .init(maxRequestBodyBytes: configuration.maxLineBytes),
+                          handler: GatewayRoutes(proxy: proxy, logger: logger), logger: logger)
+        }
         let reloader = ConfigurationReloader(
             running: configuration, read: readConfiguration, logLevel: logLevel, environment: environment,
             scheduler: scheduler, logger: logger)
@@ -134,6 +142,7 @@ public struct Daemon: Sendable {
                 SchedulerService(scheduler: scheduler, accounts: accounts),
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
+            ] + (gateway.map { [GatewayService(server: $0)] } ?? []) + [
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
@@ -150,6 +159,7 @@ public struct Daemon: Sendable {
             logger: logger)
         logger.info("blueskyd started", metadata: [
             "socket": "\(listener.path)", "socketActivated": "\(listener.activated)",
+            "gateway": "\(gatewayListener.map { $0.path + ($0.activated ? " (activated)" : "") } ?? "off")",
             "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
         ])

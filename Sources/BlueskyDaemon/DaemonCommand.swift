@@ -16,6 +16,8 @@ public struct DaemonOverrides: Sendable {
     public var configFile: String?
     public var stateDirectory: String?
     public var socketPath: String?
+    /// The gateway's socket ("" turns it off).
+    public var gatewaySocket: String?
     public var logLevel: String?
     public var logTarget: String?
     public var nameservers: [String] = []
@@ -42,6 +44,7 @@ extension DaemonConfiguration {
         try configuration.apply(environment: environment)
         if let v = overrides.stateDirectory { configuration.stateDirectory = v }
         if let v = overrides.socketPath { configuration.socketPath = v }
+        if let v = overrides.gatewaySocket { configuration.gatewaySocket = v }
         if let v = overrides.logLevel {
             configuration.logLevel = try parseLogLevel(v, key: "--log-level", file: nil, line: nil)
         }

@@ -4,6 +4,7 @@ import Logging
 import RPCServer
 import ServiceLifecycle
 import WebBasics
+import XRPCGateway
 
 /// Runs the refresh schedule until the stop.
 struct SchedulerService: Service {
@@ -67,5 +68,15 @@ struct SocketService: Service {
         } onGracefulShutdown: {
             onShutdown()
         }
+    }
+}
+
+/// Serves the XRPC gateway; stops accepting with the JSON-RPC socket and lets calls in
+/// progress finish.
+struct GatewayService: Service {
+    let server: GatewayServer
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { try await server.run() }
     }
 }

@@ -7,6 +7,8 @@ import JSONRPC
 public final class DaemonProcess: @unchecked Sendable {
     public let stateDirectory: String
     public let socketPath: String
+    /// The XRPC gateway's socket (blueskyd's default: beside the JSON-RPC socket).
+    public let gatewaySocketPath: String
     public let logFile: String
     public let arguments: [String]
     private let process = Process()
@@ -19,6 +21,7 @@ public final class DaemonProcess: @unchecked Sendable {
                 readyTimeout: Duration = .seconds(60)) async throws {
         stateDirectory = directory + "/state"
         socketPath = directory + "/run/blueskyd.sock"
+        gatewaySocketPath = directory + "/run/xrpc.sock"
         logFile = directory + "/blueskyd-\(UUID().uuidString.prefix(6)).log"
         var args = ["--state-directory", stateDirectory, "--socket", socketPath, "--log-level", logLevel]
         if let testbed {

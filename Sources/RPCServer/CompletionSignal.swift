@@ -1,13 +1,14 @@
 import Foundation
 
 /// A value set once, awaited by anyone (before or after it is set).
-final class CompletionSignal<Value: Sendable>: @unchecked Sendable {
+package final class CompletionSignal<Value: Sendable>: @unchecked Sendable {
+    package init() {}
     private let lock = NSLock()
     private var value: Value?
     private var waiters: [CheckedContinuation<Value, Never>] = []
 
     /// Sets the value unless it was already set; later calls are ignored.
-    func complete(_ newValue: Value) {
+    package func complete(_ newValue: Value) {
         let waiting: [CheckedContinuation<Value, Never>] = lock.withLock {
             guard value == nil else { return [] }
             value = newValue
@@ -17,7 +18,7 @@ final class CompletionSignal<Value: Sendable>: @unchecked Sendable {
         waiting.forEach { $0.resume(returning: newValue) }
     }
 
-    func completion() async -> Value {
+    package func completion() async -> Value {
         await withCheckedContinuation { continuation in
             let ready: Value? = lock.withLock {
                 if let value { return value }

@@ -6,7 +6,7 @@ import Glibc
 extension PeerCredentials {
     /// Reads `SO_PEERCRED` from an accepted Unix-socket channel; nil when the platform or the
     /// channel cannot say (such a peer is refused).
-    static func read(from channel: any Channel) -> EventLoopFuture<PeerCredentials?> {
+    package static func read(from channel: any Channel) -> EventLoopFuture<PeerCredentials?> {
         #if os(Linux)
         guard let provider = channel as? any SocketOptionProvider else {
             return channel.eventLoop.makeSucceededFuture(nil)

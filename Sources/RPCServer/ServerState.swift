@@ -1,7 +1,9 @@
 import NIOCore
 
 /// The server's mutable state, always accessed under `RPCServer.state`'s lock.
-struct ServerState {
+package struct ServerState {
+    package init() {}
+
     private enum Phase {
         case idle
         case binding
@@ -18,34 +20,34 @@ struct ServerState {
     private var listeningWaiters: [CheckedContinuation<Void, any Error>] = []
     private var graceTimer: Task<Void, Never>?
     /// The task serving connections, cancelled when the grace period runs out.
-    private(set) var work: Task<Void, Never>?
+    package private(set) var work: Task<Void, Never>?
     /// Completed when serving is over (or abandoned after the grace period).
-    private(set) var finished: CompletionSignal<(any Error)?>?
+    package private(set) var finished: CompletionSignal<(any Error)?>?
     /// The socket file this server created, removed on shutdown.
-    var socketIdentity: SocketFile.Identity?
+    package var socketIdentity: SocketFile.Identity?
 
-    var isShuttingDown: Bool {
+    package var isShuttingDown: Bool {
         switch phase {
         case .draining, .stopped: true
         default: shutdownRequested
         }
     }
 
-    var openConnections: [any Channel] { Array(connections.values) }
+    package var openConnections: [any Channel] { Array(connections.values) }
 
     /// The listening channel while the server accepts connections.
-    var listeningChannel: (any Channel)? {
+    package var listeningChannel: (any Channel)? {
         if case .listening(let listener) = phase { return listener }
         return nil
     }
 
-    mutating func startBinding() throws {
+    package mutating func startBinding() throws {
         guard case .idle = phase else { throw RPCServerStateError.alreadyStarted }
         phase = .binding
     }
 
     /// Returns the waiters to fail.
-    mutating func bindingFailed(_ error: any Error) -> [CheckedContinuation<Void, any Error>] {
+    package mutating func bindingFailed(_ error: any Error) -> [CheckedContinuation<Void, any Error>] {
         if case .binding = phase { phase = .stopped }
         if listeningResult == nil { listeningResult = .failure(error) }
         defer { listeningWaiters = [] }
@@ -53,7 +55,7 @@ struct ServerState {
     }
 
     /// Returns the waiters to wake and whether a shutdown was requested while binding.
-    mutating func listening(
+    package mutating func listening(
         on listener: any Channel, work: Task<Void, Never>, finished: CompletionSignal<(any Error)?>
     ) -> ([CheckedContinuation<Void, any Error>], Bool) {
         phase = .listening(listener: listener)
@@ -65,14 +67,14 @@ struct ServerState {
     }
 
     /// Nil when the waiter was queued, else the outcome to give it now.
-    mutating func addListeningWaiter(_ waiter: CheckedContinuation<Void, any Error>) -> Result<Void, any Error>? {
+    package mutating func addListeningWaiter(_ waiter: CheckedContinuation<Void, any Error>) -> Result<Void, any Error>? {
         if let listeningResult { return listeningResult }
         listeningWaiters.append(waiter)
         return nil
     }
 
     /// Moves to draining; returns what to close, or nil when there is nothing to do yet.
-    mutating func beginShutdown(
+    package mutating func beginShutdown(
         startingGraceTimer: () -> Task<Void, Never>
     ) -> (listener: any Channel, connections: [any Channel])? {
         shutdownRequested = true
@@ -82,7 +84,7 @@ struct ServerState {
         return (listener, Array(connections.values))
     }
 
-    mutating func stopped() {
+    package mutating func stopped() {
         phase = .stopped
         graceTimer?.cancel()
         graceTimer = nil
@@ -91,14 +93,14 @@ struct ServerState {
     }
 
     /// Returns the new connection's id, and whether it must stop reading at once (draining).
-    mutating func register(_ channel: any Channel) -> (UInt64, Bool) {
+    package mutating func register(_ channel: any Channel) -> (UInt64, Bool) {
         let id = nextConnectionID
         nextConnectionID += 1
         connections[id] = channel
         return (id, isShuttingDown)
     }
 
-    mutating func unregister(_ id: UInt64) {
+    package mutating func unregister(_ id: UInt64) {
         connections[id] = nil
     }
 }

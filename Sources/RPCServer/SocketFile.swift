@@ -5,15 +5,15 @@ import Darwin
 #endif
 
 /// Creating, checking and removing the socket file safely.
-enum SocketFile {
+package enum SocketFile {
     /// Identifies one socket file, so shutdown removes only the file this server created.
-    struct Identity: Hashable, Sendable {
-        var device: UInt64
-        var inode: UInt64
+    package struct Identity: Hashable, Sendable {
+        package var device: UInt64
+        package var inode: UInt64
     }
 
     /// Makes sure the socket's directory exists (creating it 0700) and nobody else can write it.
-    static func prepareDirectory(for socketPath: String) throws {
+    package static func prepareDirectory(for socketPath: String) throws {
         let directory = parentDirectory(of: socketPath)
         if mkdir(directory, 0o700) == 0 {
             // The umask may have cleared bits, never added any; make the mode exact anyway.
@@ -39,7 +39,7 @@ enum SocketFile {
 
     /// Clears the way for binding: throws when a live server answers at `path`, removes a
     /// stale socket nobody listens on, and leaves anything that is not a socket alone.
-    static func removeStaleSocket(at path: String) throws {
+    package static func removeStaleSocket(at path: String) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else {
             if errno == ENOENT { return }
@@ -59,23 +59,23 @@ enum SocketFile {
     /// Restricts the freshly bound socket to its owner. The 0700 directory already keeps
     /// others out during the moment between bind and chmod (a process-wide umask change
     /// would race with files other threads create).
-    static func restrictToOwner(_ path: String) throws {
+    package static func restrictToOwner(_ path: String) throws {
         guard chmod(path, 0o600) == 0 else { throw failure(path, "chmod", errno) }
     }
 
-    static func identity(of path: String) -> Identity? {
+    package static func identity(of path: String) -> Identity? {
         var info = stat()
         guard lstat(path, &info) == 0 else { return nil }
         return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
     }
 
     /// Removes the socket file if it is still the one this server bound.
-    static func remove(_ path: String, ifStill identity: Identity) {
+    package static func remove(_ path: String, ifStill identity: Identity) {
         guard self.identity(of: path) == identity else { return }
         unlink(path)
     }
 
-    static func checkLength(_ path: String) throws {
+    package static func checkLength(_ path: String) throws {
         guard path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else {
             throw RPCServerError.pathTooLong(path)
         }

@@ -27,7 +27,16 @@ public enum SocketActivation {
 
     /// The descriptors passed to this process (LISTEN_PID must be ours); the variables are
     /// removed so that no child inherits them. Empty outside socket activation.
+    ///
+    /// Read once and kept: each listener (the JSON-RPC socket, the gateway's) asks, and the
+    /// variables are gone after the first read.
     public static func passedDescriptors() throws(Failure) -> [Descriptor] {
+        try passed.get()
+    }
+
+    private static let passed: Result<[Descriptor], Failure> = Result { () throws(Failure) in try readPassedDescriptors() }
+
+    private static func readPassedDescriptors() throws(Failure) -> [Descriptor] {
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)
         guard count >= 0 else { throw .invalidEnvironment(errno: -count) }
@@ -43,16 +52,22 @@ public enum SocketActivation {
         }
     }
 
-    /// The one listening socket for the daemon: the one named `name` (or `<name>.socket`, what
-    /// systemd uses when FileDescriptorName= is unset), or the only one passed.
-    public static func listeningSocket(named name: String) throws(Failure) -> Descriptor? {
-        try choose(from: passedDescriptors(), named: name)
+    /// The listening socket named `name` (or `<name>.socket`, what systemd uses when
+    /// FileDescriptorName= is unset); else, when `orOnly`, the only one passed unless it bears
+    /// one of the names in `others` (the sockets of another of the daemon's listeners).
+    public static func listeningSocket(named name: String, orOnly: Bool = true,
+                                       others: Set<String> = []) throws(Failure) -> Descriptor? {
+        try choose(from: passedDescriptors(), named: name, orOnly: orOnly, others: others)
     }
 
-    static func choose(from passed: [Descriptor], named name: String) throws(Failure) -> Descriptor? {
+    static func choose(from passed: [Descriptor], named name: String, orOnly: Bool = true,
+                       others: Set<String> = []) throws(Failure) -> Descriptor? {
         if let match = passed.first(where: { $0.name == name || $0.name == name + ".socket" }) { return match }
-        if passed.count == 1 { return passed[0] }
-        if passed.isEmpty { return nil }
+        let unclaimed = passed.filter { socket in
+            !others.contains(socket.name) && !others.contains { socket.name == $0 + ".socket" }
+        }
+        guard orOnly, !unclaimed.isEmpty else { return nil }
+        if unclaimed.count == 1 { return unclaimed[0] }
         throw .ambiguous(names: passed.map(\.name), wanted: name)
     }
 }

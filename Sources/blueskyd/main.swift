@@ -25,6 +25,8 @@ struct Blueskyd: AsyncParsableCommand {
     @Option(help: "Configuration file (TOML).") var config: String?
     @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
     @Option(help: "Socket path.") var socket: String?
+    @Option(help: "The XRPC gateway's socket path (default: xrpc.sock beside the socket; \"\" turns the gateway off).")
+    var gatewaySocket: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(help: "Where logs go: journal, console, or auto (the journal when stderr is connected to it).") var logTarget: String?
     @Option(help: "DNS server for handle lookups, host or host:port (repeatable).") var nameserver: [String] = []
@@ -37,6 +39,7 @@ struct Blueskyd: AsyncParsableCommand {
         overrides.configFile = config
         overrides.stateDirectory = stateDirectory
         overrides.socketPath = socket
+        overrides.gatewaySocket = gatewaySocket
         overrides.logLevel = logLevel
         overrides.logTarget = logTarget
         overrides.nameservers = nameserver

@@ -98,9 +98,10 @@ struct SystemdIntegrationTests {
         try FileManager.default.createDirectory(atPath: directory.file("run"), withIntermediateDirectories: true,
                                                 attributes: [.posixPermissions: 0o700])
         let socket = directory.file("run/blueskyd.sock")
+        let gateway = directory.file("run/xrpc.sock")
         let daemon = try LaunchedDaemon(
             directory: directory, socketPath: socket, executable: activator,
-            arguments: ["--listen=\(socket)", "--fdname=blueskyd", "--setenv=HOME=\(directory.path)",
+            arguments: ["--listen=\(socket)", "--listen=\(gateway)", "--fdname=blueskyd:xrpc", "--setenv=HOME=\(directory.path)",
                         Binaries.path("blueskyd"), "--state-directory", directory.file("state"), "--log-level", "debug"])
         defer { daemon.runner.terminate() }
         let deadline = ContinuousClock.now + .seconds(30)
@@ -115,9 +116,16 @@ struct SystemdIntegrationTests {
         #expect(info["socket"]?.stringValue == socket, "daemon.info names the inherited socket's path")
         #expect(daemon.log.contains("socketActivated=true"), "\(daemon.log)")
         #expect(try await daemon.call("daemon.status")["accounts"] == 0)
+        // The gateway serves the socket named "xrpc" (blueskyd-xrpc.socket), not a path of its own.
+        #expect(info["gatewaySocket"]?.stringValue == gateway, "\(info)")
+        // Not curl: Foundation does not reap a child the test starts while a launcher it started
+        // runs (curl stays a zombie, unnoticed).
+        let health = try await UnixSocketHTTP.get(socketPath: gateway, "/xrpc/_health")
+        #expect(health.hasPrefix("HTTP/1.1 200 OK") && health.contains("\"version\""), "\(health)")
 
         #expect(await daemon.stop() == 0, "\(daemon.log)")
         #expect(FileManager.default.fileExists(atPath: socket), "the socket belongs to the service manager: left in place")
+        #expect(FileManager.default.fileExists(atPath: gateway), "so does the gateway's")
     }
 }
 

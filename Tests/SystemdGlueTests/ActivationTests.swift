@@ -20,6 +20,20 @@ struct ActivationTests {
         }
     }
 
+    @Test("the gateway's socket is never taken for the JSON-RPC one, and the gateway takes only its own")
+    func gatewaySocket() throws {
+        let xrpc = Descriptor(fd: 3, name: "xrpc")
+        let main = Descriptor(fd: 4, name: "blueskyd")
+        // blueskyd-xrpc.socket alone started the service: the JSON-RPC socket is bound as configured.
+        #expect(try SocketActivation.choose(from: [xrpc], named: "blueskyd", others: ["xrpc"]) == nil)
+        #expect(try SocketActivation.choose(from: [xrpc, main], named: "blueskyd", others: ["xrpc"]) == main)
+        #expect(try SocketActivation.choose(from: [xrpc, main], named: "xrpc", orOnly: false) == xrpc)
+        #expect(try SocketActivation.choose(from: [main], named: "xrpc", orOnly: false) == nil)
+        let unitNamed = Descriptor(fd: 5, name: "xrpc.socket")
+        #expect(try SocketActivation.choose(from: [unitNamed, main], named: "blueskyd", others: ["xrpc"]) == main)
+        #expect(try SocketActivation.choose(from: [unitNamed], named: "blueskyd", others: ["xrpc"]) == nil)
+    }
+
     @Test("without LISTEN_FDS nothing was passed")
     func nothingPassed() throws {
         // The test runner is not socket-activated, so LISTEN_PID (if any) is not ours.

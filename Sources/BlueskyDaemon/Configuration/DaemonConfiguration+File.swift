@@ -6,7 +6,7 @@ import TOMLKit
 extension DaemonConfiguration {
     /// The keys of the configuration file, in the order `etc/blueskyd.toml` documents them.
     static let fileKeys = [
-        "state_directory", "socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
+        "state_directory", "socket", "gateway_socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
@@ -38,6 +38,7 @@ extension DaemonConfiguration {
         }
         if let v = try reader.string("state_directory") { stateDirectory = v }
         if let v = try reader.string("socket") { socketPath = v }
+        if let v = try reader.string("gateway_socket") { gatewaySocket = v }
         if let v = try reader.int("max_line_bytes", min: 1024) { maxLineBytes = v }
         if let v = try reader.int("max_requests_per_connection", min: 1) { maxRequestsPerConnection = v }
         if let v = try reader.strings("nameservers") { nameservers = v }
@@ -76,6 +77,7 @@ extension DaemonConfiguration {
     public mutating func apply(environment: [String: String]) throws(ConfigurationError) {
         if let v = environment["BLUESKYD_STATE_DIRECTORY"], !v.isEmpty { stateDirectory = v }
         if let v = environment["BLUESKYD_SOCKET"], !v.isEmpty { socketPath = v }
+        if let v = environment["BLUESKYD_GATEWAY_SOCKET"] { gatewaySocket = v }
         if let v = environment["BLUESKYD_STORE_URL"], !v.isEmpty { storeURL = v }
         if let v = environment["BLUESKYD_LOG_LEVEL"], !v.isEmpty {
             logLevel = try Self.parseLogLevel(v, key: "BLUESKYD_LOG_LEVEL", file: nil, line: nil)

@@ -12,6 +12,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var stateDirectory: String
     /// The JSON-RPC socket (`$XDG_RUNTIME_DIR/blueskyd/blueskyd.sock`).
     public var socketPath: String
+    /// The XRPC gateway's socket: nil puts it beside the JSON-RPC socket (`xrpc.sock`), ""
+    /// turns the gateway off.
+    public var gatewaySocket: String?
     /// Longest accepted request line, in bytes.
     public var maxLineBytes: Int
     /// Requests one connection may have in flight before the daemon stops reading it.
@@ -65,9 +68,17 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// Connections to the shared store for queries.
     public var storeConnections: Int
 
+    /// Where the gateway listens, or nil when it is off.
+    public var gatewaySocketPath: String? {
+        if let gatewaySocket { return gatewaySocket.isEmpty ? nil : gatewaySocket }
+        let directory = (socketPath as NSString).deletingLastPathComponent
+        return (directory.isEmpty ? "." : directory) + "/xrpc.sock"
+    }
+
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
         stateDirectory = Self.defaultStateDirectory(environment: environment)
         socketPath = SocketLocation.defaultPath(environment: environment)
+        gatewaySocket = nil
         // Room for an upload (`inputBase64`) of a 48 MB file: blobs travel inside one line.
         maxLineBytes = 64 << 20
         maxRequestsPerConnection = 64

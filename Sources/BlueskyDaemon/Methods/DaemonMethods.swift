@@ -133,6 +133,8 @@ struct DaemonMethods: RPCMethodHandler {
 struct DaemonInfo: Sendable {
     static let version = blueskydVersion
     let socketPath: String
+    /// The XRPC gateway's socket, nil when it is off.
+    let gatewaySocketPath: String?
     let stateDirectory: String
     let startedAt: Date
 
@@ -143,6 +145,7 @@ struct DaemonInfo: Sendable {
             "pid": .number(Double(getpid())),
             "uid": .number(Double(getuid())),
             "socket": .string(socketPath),
+            "gatewaySocket": gatewaySocketPath.map(JSONValue.string) ?? .null,
             "stateDirectory": .string(stateDirectory),
             "startedAt": AccountView.timestamp(startedAt),
         ]

@@ -11,6 +11,19 @@ struct XRPCCall: Sendable {
     var parameters: [(String, XRPCParameter)]
     var body: XRPCBody?
     var atprotoProxy: String?
+    /// `atproto-accept-labelers`, as a gateway client sent it.
+    var acceptLabelers: String?
+
+    init(nsid: String, account: String?, kind: XRPCMethodKind, parameters: [(String, XRPCParameter)],
+         body: XRPCBody?, atprotoProxy: String?, acceptLabelers: String?) {
+        self.nsid = nsid
+        self.account = account
+        self.kind = kind
+        self.parameters = parameters
+        self.body = body
+        self.atprotoProxy = atprotoProxy
+        self.acceptLabelers = acceptLabelers
+    }
 
     init(params: Params) throws(DaemonError) {
         let nsid = try params.requiredString("nsid")
@@ -32,8 +45,7 @@ struct XRPCCall: Sendable {
         }
         parameters = try Self.queryParameters(params.optionalObject("params"))
         atprotoProxy = try params.optionalString("proxy")
-        if let proxy = atprotoProxy, !proxy.hasPrefix("did:") || !proxy.utf8.contains(UInt8(ascii: "#"))
-            || !Self.isHeaderSafe(proxy) {
+        if let proxy = atprotoProxy, !Self.isServiceReference(proxy) {
             throw .invalidParams("proxy must look like did:web:api.bsky.chat#bsky_chat", field: "proxy")
         }
         body = try Self.body(params)
@@ -94,6 +106,11 @@ struct XRPCCall: Sendable {
         case (nil, nil):
             return nil
         }
+    }
+
+    /// What `atproto-proxy` names: a DID and a service id, `did:web:api.bsky.chat#bsky_chat`.
+    static func isServiceReference(_ value: String) -> Bool {
+        value.hasPrefix("did:") && value.utf8.contains(UInt8(ascii: "#")) && isHeaderSafe(value)
     }
 
     /// Visible ASCII and spaces only: what goes into an HTTP header can never split it.

@@ -21,6 +21,11 @@ struct XRPCProxy: Sendable {
     ]
 
     func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
+        Self.result(of: try await forward(call))
+    }
+
+    /// The PDS's answer to `call`, made for its account (the gateway passes it on as it is).
+    func forward(_ call: XRPCCall) async throws(DaemonError) -> InboundResponse {
         let session = try registry.session(call.account)
         var answer = try await send(call, session: session)
         // A token refused right after a refresh, or the reference PDS's answer for an account
@@ -29,7 +34,7 @@ struct XRPCProxy: Sendable {
            try await pdsChanged(session, answer.pds) {
             answer = try await send(call, session: session)
         }
-        return Self.result(of: answer.response)
+        return answer.response
     }
 
     /// What the reference PDS answers for an account that moved away (deactivated there).
@@ -46,6 +51,7 @@ struct XRPCProxy: Sendable {
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
                                   body: call.body)
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
+        if let labelers = call.acceptLabelers { request.headers.append(("atproto-accept-labelers", labelers)) }
         guard case .bearer(let token) = credentials else {
             let (response, refused) = try await callWithDPoP(request, credentials: credentials, session: session)
             return (response, refused, pds)

@@ -1,0 +1,67 @@
+import BlueskyHTTP
+import BlueskydVersion
+import JSONRPC
+import Logging
+import NIOCore
+import NIOHTTP1
+import XRPCGateway
+
+/// Answers the gateway's requests: each XRPC call goes to its account's PDS through the same
+/// proxy as `xrpc.call` (credentials, DPoP, refresh-and-retry, moves), and the PDS's answer
+/// comes back as it was: status, body, and the headers a client needs.
+struct GatewayRoutes: GatewayHandler {
+    let proxy: XRPCProxy
+    let logger: Logger
+
+    func respond(to request: GatewayRequest) async -> GatewayResponse {
+        switch XRPCRoute.of(request) {
+        case .refused(let refusal):
+            return refusal
+        case .health:
+            let body = JSONValue.object(["version": .string(blueskydVersion)]).encoded()
+            return GatewayResponse(status: .ok, headers: [("Content-Type", "application/json")], body: ByteBuffer(bytes: body))
+        case .call(let call):
+            do throws(DaemonError) {
+                return Self.passedOn(try await proxy.forward(call))
+            } catch {
+                return Self.response(for: error)
+            }
+        }
+    }
+
+    /// The PDS's answer with the headers a client reads: its media type, rate limits,
+    /// `retry-after` and every `atproto-*` header.
+    static func passedOn(_ answer: InboundResponse) -> GatewayResponse {
+        var headers: [(String, String)] = []
+        for (name, value) in answer.headers {
+            let lowered = name.lowercased()
+            if XRPCProxy.forwardedHeaders.contains(lowered) || lowered.hasPrefix("atproto-") {
+                headers.append((lowered, value))
+            }
+        }
+        return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: headers,
+                               body: ByteBuffer(bytes: answer.body))
+    }
+
+    /// A call blueskyd could not make, as an XRPC error body named as in the JSON-RPC
+    /// catalogue, with the catalogue's data fields beside `error` and `message`.
+    static func response(for error: DaemonError) -> GatewayResponse {
+        let rpc = error.rpcError
+        var fields = rpc.data
+        fields["name"] = nil
+        var headers: [(String, String)] = []
+        if let seconds = rpc[.retryAfter]?.intValue { headers.append(("Retry-After", String(seconds))) }
+        return .xrpcError(status(of: rpc.catalogueName), rpc.name, rpc.message, fields: fields, headers: headers)
+    }
+
+    static func status(of name: DaemonErrorName?) -> HTTPResponseStatus {
+        switch name {
+        case .invalidParams, .invalidRequest, .accountNotFound, .noDefaultAccount: .badRequest
+        case .needsLogin, .authenticationFailed: .unauthorized
+        case .permissionDenied: .forbidden
+        case .upstreamUnavailable, .identityResolutionFailed: .badGateway
+        case .shuttingDown: .serviceUnavailable
+        default: .internalServerError
+        }
+    }
+}

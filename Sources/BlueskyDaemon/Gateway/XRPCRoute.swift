@@ -1,0 +1,96 @@
+import ATSyntax
+import Foundation
+import NIOCore
+import NIOHTTP1
+import XRPC
+import XRPCGateway
+
+/// What a gateway request asks for: an XRPC call (`/xrpc/<nsid>`) for one account, or the
+/// gateway's own health check.
+enum XRPCRoute {
+    case call(XRPCCall)
+    /// `GET /xrpc/_health`, answered by blueskyd itself (as a PDS answers it).
+    case health
+    /// Not a call the gateway makes: the answer saying why.
+    case refused(GatewayResponse)
+
+    /// The route of `request`.
+    static func of(_ request: GatewayRequest) -> XRPCRoute {
+        let path = request.path
+        guard path.hasPrefix("/xrpc/") else {
+            return .refused(.xrpcError(.notFound, GatewayErrorName.notFound.rawValue,
+                                       "only /xrpc/<nsid> is served here, not \(String(path.prefix(200)))"))
+        }
+        let nsid = String(path.dropFirst("/xrpc/".count))
+        if nsid == "_health", request.method == .GET || request.method == .HEAD { return .health }
+        guard NSID(nsid) != nil else {
+            return .refused(.xrpcError(.badRequest, "InvalidRequest", "'\(nsid.prefix(200))' is not a valid NSID"))
+        }
+        let kind: XRPCMethodKind
+        switch request.method {
+        case .GET, .HEAD: kind = .query
+        case .POST: kind = .procedure
+        default:
+            return .refused(.xrpcError(.methodNotAllowed, GatewayErrorName.methodNotSupported.rawValue,
+                                       "XRPC takes GET (queries) and POST (procedures), not \(request.method.rawValue)",
+                                       headers: [("Allow", "GET, HEAD, POST")]))
+        }
+        if LexiconMethods.kind(of: nsid) == .subscription {
+            return .refused(.xrpcError(.notImplemented, GatewayErrorName.methodNotSupported.rawValue,
+                                       "\(nsid) is an event stream (subscription), which the gateway does not proxy"))
+        }
+        let headers = request.headers
+        let proxy = headers.first(name: "atproto-proxy")
+        if let proxy, !XRPCCall.isServiceReference(proxy) {
+            return .refused(.xrpcError(.badRequest, "InvalidRequest",
+                                       "atproto-proxy must look like did:web:api.bsky.chat#bsky_chat"))
+        }
+        let labelers = headers.first(name: "atproto-accept-labelers")
+        if let labelers, !XRPCCall.isHeaderSafe(labelers) {
+            return .refused(.xrpcError(.badRequest, "InvalidRequest", "atproto-accept-labelers holds characters a header cannot"))
+        }
+        var body: XRPCBody?
+        if kind == .procedure, request.body.readableBytes > 0 {
+            let bytes = Array(request.body.readableBytesView)
+            let type = headers.first(name: "content-type") ?? "application/octet-stream"
+            guard XRPCCall.isHeaderSafe(type) else {
+                return .refused(.xrpcError(.badRequest, "InvalidRequest", "content-type holds characters a header cannot"))
+            }
+            body = Self.isJSON(type) ? .json(bytes) : .bytes(bytes, contentType: type)
+        }
+        let call = XRPCCall(nsid: nsid, account: headers.first(name: "atproto-account"), kind: kind,
+                            parameters: request.query.map(Self.parameters) ?? [], body: body, atprotoProxy: proxy,
+                            acceptLabelers: labelers)
+        return .call(call)
+    }
+
+    /// `application/json`, with or without parameters (`; charset=utf-8`).
+    static func isJSON(_ contentType: String) -> Bool {
+        let media = contentType.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces) }
+        return media?.lowercased() == "application/json"
+    }
+
+    /// A query string's pairs, percent-decoded (`+` is a space, as form encoding and every
+    /// SDK's encoder mean it); a repeated name becomes a list, in the order given.
+    static func parameters(_ query: Substring) -> [(String, XRPCParameter)] {
+        var order: [String] = []
+        var values: [String: [String]] = [:]
+        for pair in query.split(separator: "&", omittingEmptySubsequences: true) {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = decode(parts[0])
+            let value = parts.count > 1 ? decode(parts[1]) : ""
+            guard !name.isEmpty else { continue }
+            if values[name] == nil { order.append(name) }
+            values[name, default: []].append(value)
+        }
+        return order.map { name in
+            let list = values[name] ?? []
+            return (name, list.count == 1 ? .single(list[0]) : .list(list))
+        }
+    }
+
+    private static func decode(_ text: Substring) -> String {
+        let spaced = text.replacingOccurrences(of: "+", with: " ")
+        return spaced.removingPercentEncoding ?? spaced
+    }
+}

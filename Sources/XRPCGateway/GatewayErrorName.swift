@@ -1,0 +1,12 @@
+/// The names in XRPC error bodies that only the gateway sends (those of failed calls are the
+/// JSON-RPC catalogue's, `DaemonErrorName`). Stable: clients match on them.
+public enum GatewayErrorName: String, Sendable, CaseIterable {
+    /// A request from a web page (Origin, Referer) or naming a foreign Host: 403.
+    case browserRequestRefused = "BrowserRequestRefused"
+    /// A request body over the gateway's limit: 413.
+    case payloadTooLarge = "PayloadTooLarge"
+    /// A path that is not `/xrpc/<nsid>`: 404.
+    case notFound = "NotFound"
+    /// A method other than GET, HEAD or POST, or an event stream (subscription): 405 / 501.
+    case methodNotSupported = "MethodNotSupported"
+}

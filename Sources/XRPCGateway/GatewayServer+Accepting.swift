@@ -1,0 +1,90 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import RPCServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An accepted gateway connection, HTTP/1.1 framed, with who is on the other end.
+struct AcceptedGatewayConnection: Sendable {
+    var channel: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    var peer: PeerCredentials?
+}
+
+extension GatewayServer {
+    func bind() async throws -> NIOAsyncChannel<AcceptedGatewayConnection, Never> {
+        let bootstrap = ServerBootstrap(group: configuration.eventLoopGroup)
+            .serverChannelOption(.backlog, value: 256)
+            // A drain closes the input; the answer to the request in flight must still go out.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedGatewayConnection> = { channel in
+            PeerCredentials.read(from: channel).flatMapThrowing { peer in
+                try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                return AcceptedGatewayConnection(
+                    channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer)
+            }
+        }
+        switch listener {
+        case .inheritedDescriptor(let descriptor):
+            return try await bootstrap.bind(NIOBSDSocket.Handle(descriptor), childChannelInitializer: initializer)
+        case .path(let path):
+            try SocketFile.checkLength(path)
+            try SocketFile.prepareDirectory(for: path)
+            try SocketFile.removeStaleSocket(at: path)
+            let listening: NIOAsyncChannel<AcceptedGatewayConnection, Never>
+            do {
+                listening = try await bootstrap.bind(
+                    unixDomainSocketPath: path, cleanupExistingSocketFile: false, childChannelInitializer: initializer)
+            } catch let error as IOError where error.errnoCode == EADDRINUSE {
+                throw RPCServerError.alreadyInUse(path)
+            }
+            let identity = SocketFile.identity(of: path)
+            do {
+                try SocketFile.restrictToOwner(path)
+            } catch {
+                try? await listening.channel.close()
+                if let identity { SocketFile.remove(path, ifStill: identity) }
+                throw error
+            }
+            state.withLock { $0.socketIdentity = identity }
+            return listening
+        }
+    }
+
+    /// Accepts until the listener closes, serving each connection in a child task on its own
+    /// event loop; returns once every connection is done.
+    func serveConnections(_ listening: NIOAsyncChannel<AcceptedGatewayConnection, Never>) async -> (any Error)? {
+        await withDiscardingTaskGroup(returning: (any Error)?.self) { group in
+            var failure: (any Error)?
+            do {
+                try await listening.executeThenClose { inbound in
+                    for try await accepted in inbound {
+                        let (id, draining) = state.withLock { $0.register(accepted.channel.channel) }
+                        if draining { accepted.channel.channel.close(mode: .input, promise: nil) }
+                        let connection = GatewayConnection(
+                            channel: accepted.channel, peer: accepted.peer, handler: handler, admission: admission,
+                            maxRequestBodyBytes: configuration.maxRequestBodyBytes,
+                            isShuttingDown: { [self] in self.isShuttingDown }, logger: logger)
+                        let executor = EventLoopTaskExecutor(accepted.channel.channel.eventLoop)
+                        group.addTask(executorPreference: executor) {
+                            await connection.serve()
+                            self.state.withLock { $0.unregister(id) }
+                        }
+                    }
+                }
+            } catch {
+                if !isShuttingDown {
+                    logger.error("gateway: accepting connections failed", metadata: ["error": "\(error)"])
+                    failure = error
+                }
+            }
+            if case .path(let path) = listener, let identity = state.withLock({ $0.socketIdentity }) {
+                SocketFile.remove(path, ifStill: identity)
+            }
+            if failure != nil { shutdownGracefully() }
+            return failure
+        }
+    }
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import RPCServer
+import Testing
+@testable import XRPCGateway
+
+/// The gateway's server on a real Unix socket, with a handler that says what it got.
+@Suite struct GatewayServerTests {
+    struct Echo: GatewayHandler {
+        func respond(to request: GatewayRequest) async -> GatewayResponse {
+            let text = "\(request.method.rawValue) \(request.uri) \(request.body.readableBytes) pid=\(request.peer?.pid ?? -1)"
+            return GatewayResponse(status: .ok, headers: [("Content-Type", "text/plain")], body: ByteBuffer(string: text))
+        }
+    }
+
+    /// Runs `body` against a gateway on a fresh socket, then stops it.
+    func withGateway(_ configuration: GatewayServer.Configuration = .init(),
+                     _ body: (String) async throws -> Void) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID().uuidString.prefix(8))")
+        let path = directory.appendingPathComponent("xrpc.sock").path
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let server = GatewayServer(listener: .path(path), configuration: configuration, handler: Echo(),
+                                   logger: Logger(label: "test"))
+        let running = Task { try await server.run() }
+        try await server.waitUntilListening()
+        do {
+            try await body(path)
+        } catch {
+            server.shutdownGracefully()
+            _ = await running.result
+            throw error
+        }
+        server.shutdownGracefully()
+        try await running.value
+        #expect(!FileManager.default.fileExists(atPath: path), "the socket file is removed at the stop")
+    }
+
+    /// Sends `text` on a new connection and reads until the server closes it.
+    func exchange(_ path: String, _ text: String) async throws -> String {
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(unixDomainSocketPath: path) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+                }
+            }
+        return try await channel.executeThenClose { inbound, outbound in
+            try await outbound.write(ByteBuffer(string: text))
+            var received = ""
+            for try await chunk in inbound { received += String(buffer: chunk) }
+            return received
+        }
+    }
+
+    @Test func answersRequestsOneAfterAnotherOnOneConnection() async throws {
+        try await withGateway { path in
+            let reply = try await exchange(path, """
+                GET /xrpc/a.b.c?x=1 HTTP/1.1\r\nHost: localhost\r\n\r\n\
+                POST /xrpc/a.b.d HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello
+                """)
+            let answers = reply.components(separatedBy: "HTTP/1.1 200 OK").count - 1
+            #expect(answers == 2, "\(reply)")
+            #expect(reply.contains("GET /xrpc/a.b.c?x=1 0 pid=\(getpid())"))
+            #expect(reply.contains("POST /xrpc/a.b.d 5 pid="))
+            #expect(reply.range(of: "GET /xrpc/a.b.c")!.lowerBound < reply.range(of: "POST /xrpc/a.b.d")!.lowerBound)
+        }
+    }
+
+    @Test func theSocketIsTheOwnersOnly() async throws {
+        try await withGateway { path in
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        }
+    }
+
+    @Test func aWebPagesRequestIsRefusedAndTheConnectionEnds() async throws {
+        try await withGateway { path in
+            // Keep-alive asked for, and a second request behind: neither is served.
+            let reply = try await exchange(path, """
+                POST /xrpc/com.atproto.repo.deleteRecord HTTP/1.1\r\nHost: localhost\r\nOrigin: https://evil.example\r\n\
+                Content-Length: 2\r\n\r\n{}GET /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\n\r\n
+                """)
+            #expect(reply.hasPrefix("HTTP/1.1 403 Forbidden"), "\(reply)")
+            #expect(reply.contains("\"error\":\"BrowserRequestRefused\""))
+            #expect(!reply.contains("200 OK"))
+        }
+    }
+
+    @Test func anotherUserIsRefused() async throws {
+        // The test runs as one user; a gateway that serves another stands in for a caller of
+        // another uid (the kernel's peer credentials are the same either way).
+        try await withGateway(.init(allowedUID: UInt32(getuid()) + 1)) { path in
+            let reply = try await exchange(path, "GET /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(reply.hasPrefix("HTTP/1.1 403 Forbidden"), "\(reply)")
+            #expect(reply.contains("\"error\":\"PermissionDenied\""))
+        }
+    }
+
+    @Test func aBodyOverTheLimitGets413() async throws {
+        try await withGateway(.init(maxRequestBodyBytes: 10)) { path in
+            let declared = try await exchange(path, """
+                POST /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\nhello world
+                """)
+            #expect(declared.hasPrefix("HTTP/1.1 413 Payload Too Large"), "\(declared)")
+            let chunked = try await exchange(path, """
+                POST /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n\
+                6\r\nhello \r\n6\r\nworld!\r\n0\r\n\r\n
+                """)
+            #expect(chunked.hasPrefix("HTTP/1.1 413 Payload Too Large"), "\(chunked)")
+            #expect(chunked.contains("\"error\":\"PayloadTooLarge\""))
+        }
+    }
+
+    @Test func garbageEndsOnlyItsOwnConnection() async throws {
+        try await withGateway { path in
+            let garbage = try await exchange(path, "\u{1}\u{2} not http at all\r\n\r\n")
+            #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request") || garbage.isEmpty, "\(garbage)")
+            let next = try await exchange(path, "GET /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            #expect(next.hasPrefix("HTTP/1.1 200 OK"), "\(next)")
+        }
+    }
+}
