@@ -116,22 +116,27 @@ public struct Daemon: Sendable {
                               pdsChanged: { session, used async throws(DaemonError) in
                                   try await accounts.pdsChanged(of: session, from: used)
                               })
+        let routes = GatewayRoutes(proxy: proxy, logger: logger)
+        let gatewayConfiguration = GatewayServer.Configuration(maxRequestBodyBytes: configuration.maxLineBytes)
+        let gateway = gatewayListener.map { gatewayListener in
+            GatewayServer(listener: .unix(gatewayListener.listener), configuration: gatewayConfiguration,
+                          handler: routes, logger: logger)
+        }
+        let loopbackGateway = configuration.gatewayListen.map { address in
+            GatewayServer(listener: .loopback(host: address.host, port: address.port), configuration: gatewayConfiguration,
+                          handler: routes, logger: logger)
+        }
         let methods = DaemonMethods(
             accounts: accounts,
             proxy: proxy,
             info: DaemonInfo(socketPath: listener.path, gatewaySocketPath: gatewayListener?.path,
-                             stateDirectory: stateDirectory.url.path, startedAt: Date()),
+                             loopbackGateway: loopbackGateway, stateDirectory: stateDirectory.url.path, startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)
         let server = RPCServer(
             listener: listener.listener,
             configuration: .init(maxLineBytes: configuration.maxLineBytes,
                                  maxConcurrentRequestsPerConnection: configuration.maxRequestsPerConnection),
             handler: methods, logger: logger)
-        let gateway = gatewayListener.map { gatewayListener in
-            GatewayServer(listener: gatewayListener.listener,
-                          configuration: .init(maxRequestBodyBytes: configuration.maxLineBytes),
-                          handler: GatewayRoutes(proxy: proxy, logger: logger), logger: logger)
-        }
         let reloader = ConfigurationReloader(
             running: configuration, read: readConfiguration, logLevel: logLevel, environment: environment,
             scheduler: scheduler, logger: logger)
@@ -142,7 +147,7 @@ public struct Daemon: Sendable {
                 SchedulerService(scheduler: scheduler, accounts: accounts),
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
-            ] + (gateway.map { [GatewayService(server: $0)] } ?? []) + [
+            ] + [gateway, loopbackGateway].compactMap { $0.map(GatewayService.init) } + [
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
@@ -160,6 +165,7 @@ public struct Daemon: Sendable {
         logger.info("blueskyd started", metadata: [
             "socket": "\(listener.path)", "socketActivated": "\(listener.activated)",
             "gateway": "\(gatewayListener.map { $0.path + ($0.activated ? " (activated)" : "") } ?? "off")",
+            "gatewayListen": "\(configuration.gatewayListen?.description ?? "off")",
             "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
         ])

@@ -18,6 +18,8 @@ public struct DaemonOverrides: Sendable {
     public var socketPath: String?
     /// The gateway's socket ("" turns it off).
     public var gatewaySocket: String?
+    /// A loopback `host:port` for the gateway ("" turns it off).
+    public var gatewayListen: String?
     public var logLevel: String?
     public var logTarget: String?
     public var nameservers: [String] = []
@@ -45,6 +47,9 @@ extension DaemonConfiguration {
         if let v = overrides.stateDirectory { configuration.stateDirectory = v }
         if let v = overrides.socketPath { configuration.socketPath = v }
         if let v = overrides.gatewaySocket { configuration.gatewaySocket = v }
+        if let v = overrides.gatewayListen {
+            configuration.gatewayListen = try parseGatewayListen(v, key: "--gateway-listen", file: nil, line: nil)
+        }
         if let v = overrides.logLevel {
             configuration.logLevel = try parseLogLevel(v, key: "--log-level", file: nil, line: nil)
         }

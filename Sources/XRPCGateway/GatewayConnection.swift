@@ -22,7 +22,7 @@ struct GatewayConnection: Sendable {
                     guard case .head(let head) = part else { return }
                     if let refusal = admission.refusal(of: head, peer: peer) {
                         logger.notice("gateway refused a request", metadata: [
-                            "reason": "\(refusal)", "pid": "\(peer.map { String($0.pid) } ?? "?")",
+                            "reason": "\(refusal)", "pid": "\(peer.flatMap { $0.pid > 0 ? String($0.pid) : nil } ?? "?")",
                         ])
                         try await write(refusal.response, to: outbound, for: head, keepAlive: false)
                         return

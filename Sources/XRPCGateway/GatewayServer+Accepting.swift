@@ -19,14 +19,25 @@ extension GatewayServer {
             .serverChannelOption(.backlog, value: 256)
             // A drain closes the input; the answer to the request in flight must still go out.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedGatewayConnection> = { channel in
-            PeerCredentials.read(from: channel).flatMapThrowing { peer in
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<AcceptedGatewayConnection> = { [listener] channel in
+            let peer: EventLoopFuture<PeerCredentials?>
+            if case .loopback = listener { peer = Self.loopbackPeer(of: channel) } else { peer = PeerCredentials.read(from: channel) }
+            return peer.flatMapThrowing { peer in
                 try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                 return AcceptedGatewayConnection(
                     channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer)
             }
         }
+        let unix: RPCServer.Listener
         switch listener {
+        case .loopback(let host, let port):
+            let listening = try await bootstrap.bind(host: host, port: port, childChannelInitializer: initializer)
+            boundPort.withLock { $0 = listening.channel.localAddress?.port }
+            return listening
+        case .unix(let listener):
+            unix = listener
+        }
+        switch unix {
         case .inheritedDescriptor(let descriptor):
             return try await bootstrap.bind(NIOBSDSocket.Handle(descriptor), childChannelInitializer: initializer)
         case .path(let path):
@@ -80,11 +91,22 @@ extension GatewayServer {
                     failure = error
                 }
             }
-            if case .path(let path) = listener, let identity = state.withLock({ $0.socketIdentity }) {
+            if case .unix(.path(let path)) = listener, let identity = state.withLock({ $0.socketIdentity }) {
                 SocketFile.remove(path, ifStill: identity)
             }
             if failure != nil { shutdownGracefully() }
             return failure
         }
+    }
+
+    /// The loopback client's uid, from the kernel's socket table (read on NIO's blocking pool);
+    /// no pid (TCP does not carry one), and nil when the table does not show the client.
+    static func loopbackPeer(of channel: any Channel) -> EventLoopFuture<PeerCredentials?> {
+        guard let client = channel.remoteAddress, let server = channel.localAddress else {
+            return channel.eventLoop.makeSucceededFuture(nil)
+        }
+        return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
+            LoopbackPeerOwner.uid(client: client, server: server).map { PeerCredentials(pid: 0, uid: $0, gid: 0) }
+        }.recover { _ in nil }
     }
 }

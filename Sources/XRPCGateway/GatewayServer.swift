@@ -27,20 +27,50 @@ public final class GatewayServer: Sendable {
         }
     }
 
-    public let listener: RPCServer.Listener
+    /// Where the gateway listens.
+    public enum Listener: Sendable, Hashable, CustomStringConvertible {
+        /// A Unix socket: a path it creates, or one systemd passed.
+        case unix(RPCServer.Listener)
+        /// A loopback TCP address (port 0: any free port), for programs that cannot use a Unix
+        /// socket; the client's uid is read from the kernel's socket table.
+        case loopback(host: String, port: Int)
+
+        public var description: String {
+            switch self {
+            case .unix(.path(let path)): path
+            case .unix(.inheritedDescriptor(let descriptor)): "inherited descriptor \(descriptor)"
+            case .loopback(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+            }
+        }
+    }
+
+    public let listener: Listener
     public let configuration: Configuration
     let handler: any GatewayHandler
     let logger: Logger
     let state = Mutex(ServerState())
+    /// The TCP port bound (a loopback listener), which `Host` must name.
+    let boundPort = Mutex<Int?>(nil)
 
-    public init(listener: RPCServer.Listener, configuration: Configuration, handler: some GatewayHandler, logger: Logger) {
+    public init(listener: Listener, configuration: Configuration, handler: some GatewayHandler, logger: Logger) {
         self.listener = listener
         self.configuration = configuration
         self.handler = handler
         self.logger = logger
     }
 
-    var admission: GatewayAdmission { GatewayAdmission(allowedUID: configuration.allowedUID) }
+    var admission: GatewayAdmission {
+        GatewayAdmission(allowedUID: configuration.allowedUID, port: boundPort.withLock { $0 })
+    }
+
+    /// The listener, with the port actually bound.
+    public var boundDescription: String {
+        guard case .loopback(let host, _) = listener, let port else { return listener.description }
+        return Listener.loopback(host: host, port: port).description
+    }
+
+    /// The loopback port listened on, once listening (nil for a Unix socket).
+    public var port: Int? { boundPort.withLock { $0 } }
 
     /// Listens and serves until cancelled or shut down (the socket file as `RPCServer.run()`
     /// makes it: a 0700 directory, a stale socket replaced, the socket 0600).
@@ -59,7 +89,7 @@ public final class GatewayServer: Sendable {
             $0.listening(on: listening.channel, work: work, finished: finished)
         }
         waiters.forEach { $0.resume() }
-        logger.info("gateway listening", metadata: ["gateway.listener": "\(listener)"])
+        logger.info("gateway listening", metadata: ["gateway.listener": "\(boundDescription)"])
         if shutdownRequested { shutdownGracefully() }
         let acceptFailure = await withTaskCancellationHandler {
             await finished.completion()

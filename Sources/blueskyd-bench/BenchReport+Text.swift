@@ -67,6 +67,12 @@ extension BenchReport {
             "   ratio daemon/direct: \(format(t.ratio, 2))   target ≥ \(format(ThroughputResult.targetRatio, 2))   "
                 + verdict(t.meetsTarget),
         ]
+        if let g = t.gateway {
+            lines.append("   through the XRPC gateway:   median \(format(g.median, 0)) calls/s   rounds: "
+                + g.rounds.map { format($0, 0) }.joined(separator: ", "))
+            lines.append("   ratio gateway/direct: \(format(g.ratio, 2))   target ≥ \(format(ThroughputResult.targetRatio, 2))   "
+                + verdict(g.meetsTarget) + (g.failures > 0 ? "   failed calls: \(g.failures)" : ""))
+        }
         if t.directFailures + t.daemonFailures > 0 {
             lines.append("   failed calls: direct \(t.directFailures), daemon \(t.daemonFailures)"
                 + (t.firstError.map { " (first: \($0))" } ?? ""))
@@ -83,9 +89,14 @@ extension BenchReport {
             "                    p50       p90       p99      mean",
             "   direct     " + row(l.direct),
             "   blueskyd   " + row(l.daemon),
+        ] + (l.gateway.map { ["   gateway    " + row($0)] } ?? []) + [
             "   added p50: \(format(l.addedP50, 1)) µs   target ≤ \(format(l.targetAddedP50, 0)) µs   "
                 + verdict(l.meetsTarget) + "   (added p99: \(format(l.addedP99, 1)) µs)",
         ]
+        if let added = l.gatewayAddedP50, let met = l.gatewayMeetsTarget {
+            lines.append("   gateway added p50: \(format(added, 1)) µs   target ≤ \(format(l.targetAddedP50, 0)) µs   "
+                + verdict(met) + "   (added p99: \(format(l.gatewayAddedP99 ?? 0, 1)) µs)")
+        }
         if l.failures > 0 { lines.append("   calls without status 200: \(l.failures)") }
         return lines
     }

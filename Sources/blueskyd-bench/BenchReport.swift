@@ -48,8 +48,21 @@ struct ThroughputResult: Codable, Sendable {
     var firstError: String?
     /// The daemon's resident memory right after the load (KiB).
     var daemonRSSAfterLoadKiB: Int?
+    /// The same calls through the XRPC gateway, when measured.
+    var gateway: GatewayThroughput?
 
     var meetsTarget: Bool { ratio >= Self.targetRatio }
+}
+
+/// Throughput through the XRPC gateway, beside the direct and JSON-RPC sides of the same run.
+struct GatewayThroughput: Codable, Sendable {
+    var rounds: [Double]
+    var median: Double
+    /// median / the direct side's median.
+    var ratio: Double
+    var failures: Int
+
+    var meetsTarget: Bool { ratio >= ThroughputResult.targetRatio }
 }
 
 /// p50/p90/p99 of sequential call durations, in microseconds.
@@ -87,6 +100,12 @@ struct LatencyResult: Codable, Sendable {
     var failures: Int
     /// The most blueskyd may add at p50, microseconds.
     var targetAddedP50: Double
+    /// The same calls through the XRPC gateway, when measured.
+    var gateway: LatencySummary?
+    var gatewayAddedP50: Double?
+    var gatewayAddedP99: Double?
+
+    var gatewayMeetsTarget: Bool? { gatewayAddedP50.map { $0 <= targetAddedP50 } }
 
     var meetsTarget: Bool { addedP50 <= targetAddedP50 }
 }

@@ -36,7 +36,7 @@ struct OAuthBench {
             daemon = setup.daemon
             let sides = SideBySide(options: options, progress: progress, prefix: "oauth-", daemon: setup.daemon,
                                    requestLine: BenchRequest.line(did: upstream.info.did), group: group,
-                                   latencyTarget: LatencyResult.oauthTarget)
+                                   latencyTarget: LatencyResult.oauthTarget, gatewayDID: upstream.info.did)
             if options.wants("oauth-throughput"), let direct = setup.direct {
                 do {
                     report.oauthThroughput = try await sides.throughput(direct: direct)

@@ -28,7 +28,8 @@ struct ProxyBench {
             let setup = try await prepare(client: client, group: group)
             daemon = setup.daemon
             let sides = SideBySide(options: options, progress: progress, prefix: "",
-                                   daemon: setup.daemon, requestLine: setup.requestLine, group: group)
+                                   daemon: setup.daemon, requestLine: setup.requestLine, group: group,
+                                   gatewayDID: upstream.did)
             if options.wants("throughput") {
                 do {
                     report.throughput = try await sides.throughput(direct: setup.direct)

@@ -1,3 +1,4 @@
+import Foundation
 import DaemonHarness
 import JSONRPC
 import NIOCore
@@ -8,9 +9,10 @@ protocol DirectBenchEndpoint: BenchEndpoint {
     func pinned(to loop: any EventLoop) -> Self
 }
 
-/// The two side-by-side measurements of one kind of proxied call (app password: sections 1
-/// and 2; OAuth: 5 and 6): the same call straight to the PDS and through blueskyd, in
-/// alternating rounds (throughput) or blocks (latency), so drift weighs on both sides alike.
+/// The side-by-side measurements of one kind of proxied call (app password: sections 1 and 2;
+/// OAuth: 5 and 6): the same call straight to the PDS, through blueskyd's JSON-RPC socket and
+/// through its XRPC gateway, in rotating rounds (throughput) or blocks (latency), so drift
+/// weighs on every side alike.
 struct SideBySide {
     let options: BenchOptions
     let progress: ProgressLog
@@ -24,57 +26,86 @@ struct SideBySide {
     /// where each call signs a DPoP proof.
     var latencyTarget = LatencyResult.appPasswordTarget
 
+    /// The account the gateway side calls for; nil leaves the gateway out.
+    var gatewayDID: String?
+
+    /// Which way a call goes.
+    enum Side: String, CaseIterable {
+        case direct, daemon, gateway
+    }
+
+    /// The sides measured, in their first round's order.
+    private var sides: [Side] { gatewayDID == nil ? [.direct, .daemon] : [.direct, .daemon, .gateway] }
+
+    /// The sides in round `index`'s order: each round starts one further along (ABBA for two),
+    /// so a drift over the run weighs on every side alike.
+    private func order(_ index: Int) -> [Side] {
+        let all = sides
+        return (0..<all.count).map { all[(index + $0) % all.count] }
+    }
+
+    private func gatewayEndpoint(group: any EventLoopGroup) async throws -> GatewayEndpoint? {
+        guard let did = gatewayDID else { return nil }
+        return try await GatewayEndpoint.connect(socketPath: daemon.gatewaySocketPath, did: did, group: group)
+    }
+
     func throughput(direct: any DirectBenchEndpoint) async throws -> ThroughputResult {
         var daemonEndpoints: [DaemonEndpoint] = []
+        var gatewayEndpoints: [GatewayEndpoint] = []
         for _ in 0..<options.connections {
             daemonEndpoints.append(try await DaemonEndpoint.connect(
                 socketPath: daemon.socketPath, requestLine: requestLine, group: group))
+            if let gateway = try await gatewayEndpoint(group: group) { gatewayEndpoints.append(gateway) }
         }
-        let directSide: [any BenchEndpoint] = Array(repeating: direct, count: options.connections)
-        let daemonSide: [any BenchEndpoint] = daemonEndpoints
+        let endpoints: [Side: [any BenchEndpoint]] = [
+            .direct: Array(repeating: direct, count: options.connections), .daemon: daemonEndpoints,
+            .gateway: gatewayEndpoints,
+        ]
         let loop = group.next()
 
-        progress.say("\(prefix)throughput: warming up both sides (\(format(options.warmupSeconds, 1)) s each)")
-        let warmDirect = await ClosedLoopLoad.measure(endpoints: directSide, seconds: 0.1, rampSeconds: options.warmupSeconds, loop: loop)
-        let warmDaemon = await ClosedLoopLoad.measure(endpoints: daemonSide, seconds: 0.1, rampSeconds: options.warmupSeconds, loop: loop)
-        var directRounds: [Double] = []
-        var daemonRounds: [Double] = []
-        var directFailures = warmDirect.failed
-        var daemonFailures = warmDaemon.failed
-        var firstError = warmDirect.firstError ?? warmDaemon.firstError
+        progress.say("\(prefix)throughput: warming up \(sides.map(\.rawValue).joined(separator: ", ")) (\(format(options.warmupSeconds, 1)) s each)")
+        var rounds: [Side: [Double]] = [:]
+        var failures: [Side: Int] = [:]
+        var firstError: String?
+        for side in sides {
+            let warm = await ClosedLoopLoad.measure(endpoints: endpoints[side] ?? [], seconds: 0.1,
+                                                    rampSeconds: options.warmupSeconds, loop: loop)
+            failures[side, default: 0] += warm.failed
+            firstError = firstError ?? warm.firstError
+        }
         for round in 0..<options.rounds {
-            // ABBA order, so a drift over the run weighs on both sides alike.
-            let order = round % 2 == 0 ? [true, false] : [false, true]
-            for isDirect in order {
+            for side in order(round) {
                 let measured = await ClosedLoopLoad.measure(
-                    endpoints: isDirect ? directSide : daemonSide, seconds: options.roundSeconds, rampSeconds: 0.3, loop: loop)
-                if isDirect {
-                    directRounds.append(measured.callsPerSecond)
-                    directFailures += measured.failed
-                } else {
-                    daemonRounds.append(measured.callsPerSecond)
-                    daemonFailures += measured.failed
-                }
+                    endpoints: endpoints[side] ?? [], seconds: options.roundSeconds, rampSeconds: 0.3, loop: loop)
+                rounds[side, default: []].append(measured.callsPerSecond)
+                failures[side, default: 0] += measured.failed
                 firstError = firstError ?? measured.firstError
-                progress.say("\(prefix)throughput round \(round + 1)/\(options.rounds) \(isDirect ? "direct" : "daemon"): "
+                progress.say("\(prefix)throughput round \(round + 1)/\(options.rounds) \(side.rawValue): "
                     + "\(format(measured.callsPerSecond, 0)) calls/s")
             }
         }
-        let directMedian = Statistics.median(directRounds) ?? 0
-        let daemonMedian = Statistics.median(daemonRounds) ?? 0
-        let result = ThroughputResult(
+        let directMedian = Statistics.median(rounds[.direct] ?? []) ?? 0
+        let daemonMedian = Statistics.median(rounds[.daemon] ?? []) ?? 0
+        var result = ThroughputResult(
             nsid: benchNSID, connections: options.connections, inFlightPerConnection: 1,
-            roundSeconds: options.roundSeconds, directRounds: directRounds, daemonRounds: daemonRounds,
+            roundSeconds: options.roundSeconds, directRounds: rounds[.direct] ?? [], daemonRounds: rounds[.daemon] ?? [],
             directMedian: directMedian, daemonMedian: daemonMedian,
             ratio: directMedian > 0 ? daemonMedian / directMedian : 0,
-            directFailures: directFailures, daemonFailures: daemonFailures, firstError: firstError,
+            directFailures: failures[.direct] ?? 0, daemonFailures: failures[.daemon] ?? 0, firstError: firstError,
             daemonRSSAfterLoadKiB: ProcessMemory.read(pid: daemon.pid)?.rssKiB)
+        if let gatewayRounds = rounds[.gateway] {
+            let median = Statistics.median(gatewayRounds) ?? 0
+            result.gateway = GatewayThroughput(rounds: gatewayRounds, median: median,
+                                               ratio: directMedian > 0 ? median / directMedian : 0,
+                                               failures: failures[.gateway] ?? 0)
+        }
         for endpoint in daemonEndpoints { await endpoint.close() }
+        for endpoint in gatewayEndpoints { await endpoint.close() }
         return result
     }
 
     func latency(direct unpinned: any DirectBenchEndpoint) async throws -> LatencyResult {
-        // Both sides on one event loop, so neither pays a thread hop the other does not.
+        // Every side on one event loop, so none pays a thread hop another does not.
         let loop = group.next()
         let direct = unpinned.pinned(to: loop)
         // AsyncHTTPClient serves a request bound to a loop its pool has no connection on with a
@@ -85,35 +116,45 @@ struct SideBySide {
             endpoints: Array(repeating: unpinned, count: options.connections), seconds: 0.1, rampSeconds: 0.2, loop: loop)
         let daemonEndpoint = try await DaemonEndpoint.connect(
             socketPath: daemon.socketPath, requestLine: requestLine, group: loop)
+        let gatewayEndpoint = try await gatewayEndpoint(group: loop)
+        var endpoints: [Side: any BenchEndpoint] = [.direct: direct, .daemon: daemonEndpoint]
+        endpoints[.gateway] = gatewayEndpoint
 
         progress.say("\(prefix)latency: \(options.latencySamples) sequential calls per side")
         let warmup = min(200, options.latencySamples)
-        _ = try await SequentialSampler.sample(direct, count: warmup, loop: loop)
-        _ = try await SequentialSampler.sample(daemonEndpoint, count: warmup, loop: loop)
-        var directSamples: [Double] = []
-        var daemonSamples: [Double] = []
+        for side in sides {
+            if let endpoint = endpoints[side] { _ = try await SequentialSampler.sample(endpoint, count: warmup, loop: loop) }
+        }
+        var samples: [Side: [Double]] = [:]
         var failures = 0
         var block = 0
-        while directSamples.count < options.latencySamples {
-            let size = min(options.latencyBlock, options.latencySamples - directSamples.count)
-            let order = block % 2 == 0 ? [true, false] : [false, true]
-            for isDirect in order {
-                let endpoint: any BenchEndpoint = isDirect ? direct : daemonEndpoint
-                let samples = try await SequentialSampler.sample(endpoint, count: size, loop: loop)
-                failures += samples.failures
-                if isDirect { directSamples += samples.microseconds } else { daemonSamples += samples.microseconds }
+        while (samples[.direct]?.count ?? 0) < options.latencySamples {
+            let size = min(options.latencyBlock, options.latencySamples - (samples[.direct]?.count ?? 0))
+            for side in order(block) {
+                guard let endpoint = endpoints[side] else { continue }
+                let taken = try await SequentialSampler.sample(endpoint, count: size, loop: loop)
+                failures += taken.failures
+                samples[side, default: []] += taken.microseconds
             }
             block += 1
         }
         await daemonEndpoint.close()
-        guard let directSummary = LatencySummary(directSamples), let daemonSummary = LatencySummary(daemonSamples) else {
+        await gatewayEndpoint?.close()
+        guard let directSummary = LatencySummary(samples[.direct] ?? []),
+              let daemonSummary = LatencySummary(samples[.daemon] ?? []) else {
             throw BenchError.unexpectedReply("no latency samples")
         }
-        return LatencyResult(
-            nsid: benchNSID, samplesPerSide: directSamples.count, blockSize: options.latencyBlock,
+        var result = LatencyResult(
+            nsid: benchNSID, samplesPerSide: samples[.direct]?.count ?? 0, blockSize: options.latencyBlock,
             direct: directSummary, daemon: daemonSummary,
             addedP50: daemonSummary.p50 - directSummary.p50, addedP99: daemonSummary.p99 - directSummary.p99,
             failures: failures, targetAddedP50: latencyTarget)
+        if let gatewaySummary = samples[.gateway].flatMap(LatencySummary.init) {
+            result.gateway = gatewaySummary
+            result.gatewayAddedP50 = gatewaySummary.p50 - directSummary.p50
+            result.gatewayAddedP99 = gatewaySummary.p99 - directSummary.p99
+        }
+        return result
     }
 }
 

@@ -27,6 +27,8 @@ struct Blueskyd: AsyncParsableCommand {
     @Option(help: "Socket path.") var socket: String?
     @Option(help: "The XRPC gateway's socket path (default: xrpc.sock beside the socket; \"\" turns the gateway off).")
     var gatewaySocket: String?
+    @Option(help: "Also serve the XRPC gateway on this loopback address, e.g. 127.0.0.1:9583.")
+    var gatewayListen: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(help: "Where logs go: journal, console, or auto (the journal when stderr is connected to it).") var logTarget: String?
     @Option(help: "DNS server for handle lookups, host or host:port (repeatable).") var nameserver: [String] = []
@@ -40,6 +42,7 @@ struct Blueskyd: AsyncParsableCommand {
         overrides.stateDirectory = stateDirectory
         overrides.socketPath = socket
         overrides.gatewaySocket = gatewaySocket
+        overrides.gatewayListen = gatewayListen
         overrides.logLevel = logLevel
         overrides.logTarget = logTarget
         overrides.nameservers = nameserver

@@ -17,9 +17,10 @@ struct GatewaySDKTests {
         return try #require(run.json, "\(run.stdout)")
     }
 
-    @Test("session, profile, timeline, a post, a 20 MB image and the post's deletion, for each kind of account")
+    @Test("session, profile, timeline, a post, a 20 MB image and the post's deletion, for each kind of account; over TCP too")
     func everyCallOfTheSDK() async throws {
-        try await EndToEndFixture.with(configureTestbed: { $0.maxRequestBodyBytes = 64 << 20 }) { fixture in
+        try await EndToEndFixture.with(daemonArguments: ["--gateway-listen", "127.0.0.1:0"],
+                                       configureTestbed: { $0.maxRequestBodyBytes = 64 << 20 }) { fixture in
             let (alice, bob, testbed) = (fixture.accounts[0], fixture.accounts[1], fixture.testbed)
             let login = try await fixture.bskyctl(["login", alice.handle, "--app-password"], stdin: alice.appPassword + "\n")
             try #require(login.status == 0, "\(login.stderr)")
@@ -40,6 +41,11 @@ struct GatewaySDKTests {
                 #expect(result["deleted"] == .bool(true), "\(kind)")
                 #expect(testbed.recordCount(did: account.did, collection: "app.bsky.feed.post") == posts, "\(kind): created, then deleted")
             }
+
+            // The same SDK over loopback TCP, for programs that cannot use a Unix socket.
+            let address = try #require(try await fixture.daemon.call("daemon.info")["gatewayListen"]?.stringValue)
+            let overTCP = try await Self.sdk(["--url", "http://\(address)", "--account", bob.did])
+            #expect(overTCP["did"]?.stringValue == bob.did && overTCP["deleted"] == .bool(true), "\(overTCP)")
         }
     }
 

@@ -124,4 +124,27 @@ struct GatewayTests {
             #expect(own.stdout.contains("NoDefaultAccount"), "the owner gets past the door (no account yet): \(own.stdout)")
         }
     }
+
+    @Test("loopback TCP: the daemon's user is served (its uid read from the kernel), another uid and a foreign Host are refused")
+    func loopbackTCP() async throws {
+        try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
+            try await fixture.loginAll()
+            let alice = fixture.accounts[0]
+            let address = try #require(try await fixture.daemon.call("daemon.info")["gatewayListen"]?.stringValue)
+            #expect(address.hasPrefix("127.0.0.1:") && !address.hasSuffix(":0"), "the port the kernel gave: \(address)")
+            let url = "http://\(address)/xrpc/com.atproto.server.getSession"
+            let curl = ["/usr/bin/curl", "--silent", "--max-time", "30"]
+
+            let own = try await CommandResult.run(curl[0], Array(curl.dropFirst()) + [url])
+            #expect(own.json?["did"]?.stringValue == alice.did, "\(own.stdout) \(own.stderr)")
+            let other = try await CommandResult.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"] + curl + [url])
+            #expect(other.json?["error"]?.stringValue == "PermissionDenied", "another uid on this machine: \(other.stdout)")
+            #expect(!other.stdout.contains(alice.did))
+            for host in ["evil.example", "127.0.0.1:1"] {
+                let rebound = try await CommandResult.run(curl[0], Array(curl.dropFirst()) + ["-H", "Host: \(host)", url])
+                #expect(rebound.json?["error"]?.stringValue == "BrowserRequestRefused", "\(host): \(rebound.stdout)")
+            }
+        }
+    }
 }
+

@@ -22,7 +22,7 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("gw-\(UUID().uuidString.prefix(8))")
         let path = directory.appendingPathComponent("xrpc.sock").path
         defer { try? FileManager.default.removeItem(at: directory) }
-        let server = GatewayServer(listener: .path(path), configuration: configuration, handler: Echo(),
+        let server = GatewayServer(listener: .unix(.path(path)), configuration: configuration, handler: Echo(),
                                    logger: Logger(label: "test"))
         let running = Task { try await server.run() }
         try await server.waitUntilListening()

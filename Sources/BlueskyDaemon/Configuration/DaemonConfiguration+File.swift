@@ -6,7 +6,7 @@ import TOMLKit
 extension DaemonConfiguration {
     /// The keys of the configuration file, in the order `etc/blueskyd.toml` documents them.
     static let fileKeys = [
-        "state_directory", "socket", "gateway_socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
+        "state_directory", "socket", "gateway_socket", "gateway_listen", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
@@ -39,6 +39,9 @@ extension DaemonConfiguration {
         if let v = try reader.string("state_directory") { stateDirectory = v }
         if let v = try reader.string("socket") { socketPath = v }
         if let v = try reader.string("gateway_socket") { gatewaySocket = v }
+        if let v = try reader.string("gateway_listen") {
+            gatewayListen = try Self.parseGatewayListen(v, key: "gateway_listen", file: file, line: reader.line(of: "gateway_listen"))
+        }
         if let v = try reader.int("max_line_bytes", min: 1024) { maxLineBytes = v }
         if let v = try reader.int("max_requests_per_connection", min: 1) { maxRequestsPerConnection = v }
         if let v = try reader.strings("nameservers") { nameservers = v }
@@ -78,6 +81,9 @@ extension DaemonConfiguration {
         if let v = environment["BLUESKYD_STATE_DIRECTORY"], !v.isEmpty { stateDirectory = v }
         if let v = environment["BLUESKYD_SOCKET"], !v.isEmpty { socketPath = v }
         if let v = environment["BLUESKYD_GATEWAY_SOCKET"] { gatewaySocket = v }
+        if let v = environment["BLUESKYD_GATEWAY_LISTEN"] {
+            gatewayListen = try Self.parseGatewayListen(v, key: "BLUESKYD_GATEWAY_LISTEN", file: nil, line: nil)
+        }
         if let v = environment["BLUESKYD_STORE_URL"], !v.isEmpty { storeURL = v }
         if let v = environment["BLUESKYD_LOG_LEVEL"], !v.isEmpty {
             logLevel = try Self.parseLogLevel(v, key: "BLUESKYD_LOG_LEVEL", file: nil, line: nil)
@@ -85,6 +91,16 @@ extension DaemonConfiguration {
         if let v = environment["BLUESKYD_LOG_TARGET"], !v.isEmpty {
             logTarget = try Self.parseLogTarget(v, key: "BLUESKYD_LOG_TARGET", file: nil, line: nil)
         }
+    }
+
+    /// "" is off; otherwise a loopback `host:port`.
+    static func parseGatewayListen(_ text: String, key: String, file: String?, line: Int?) throws(ConfigurationError) -> LoopbackAddress? {
+        guard !text.isEmpty else { return nil }
+        guard let address = LoopbackAddress(text) else {
+            throw .badValue(key, "a loopback address and port such as \"127.0.0.1:9583\" or \"[::1]:9583\" (the gateway is never served beyond this machine)",
+                            file: file, line: line)
+        }
+        return address
     }
 
     static func parseLogTarget(_ text: String, key: String, file: String?, line: Int?) throws(ConfigurationError) -> LogTarget {

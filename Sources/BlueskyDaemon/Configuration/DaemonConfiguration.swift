@@ -15,6 +15,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// The XRPC gateway's socket: nil puts it beside the JSON-RPC socket (`xrpc.sock`), ""
     /// turns the gateway off.
     public var gatewaySocket: String?
+    /// Also serve the gateway on this loopback TCP address (nil: not).
+    public var gatewayListen: LoopbackAddress?
     /// Longest accepted request line, in bytes.
     public var maxLineBytes: Int
     /// Requests one connection may have in flight before the daemon stops reading it.
@@ -79,6 +81,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         stateDirectory = Self.defaultStateDirectory(environment: environment)
         socketPath = SocketLocation.defaultPath(environment: environment)
         gatewaySocket = nil
+        gatewayListen = nil
         // Room for an upload (`inputBase64`) of a 48 MB file: blobs travel inside one line.
         maxLineBytes = 64 << 20
         maxRequestsPerConnection = 64

@@ -3,6 +3,7 @@ import Foundation
 import JSONRPC
 import Logging
 import RPCServer
+import XRPCGateway
 
 /// The JSON-RPC methods of blueskyd (docs/PROTOCOL.md), dispatched by name.
 struct DaemonMethods: RPCMethodHandler {
@@ -135,6 +136,8 @@ struct DaemonInfo: Sendable {
     let socketPath: String
     /// The XRPC gateway's socket, nil when it is off.
     let gatewaySocketPath: String?
+    /// The gateway's loopback TCP listener, when configured.
+    let loopbackGateway: GatewayServer?
     let stateDirectory: String
     let startedAt: Date
 
@@ -146,6 +149,8 @@ struct DaemonInfo: Sendable {
             "uid": .number(Double(getuid())),
             "socket": .string(socketPath),
             "gatewaySocket": gatewaySocketPath.map(JSONValue.string) ?? .null,
+            // With the port bound, which `gateway_listen` may leave to the kernel (port 0).
+            "gatewayListen": loopbackGateway.map { .string($0.boundDescription) } ?? .null,
             "stateDirectory": .string(stateDirectory),
             "startedAt": AccountView.timestamp(startedAt),
         ]

@@ -43,7 +43,7 @@ final class CoreFixture: Sendable {
                                         plcURL: URL(string: "https://plc.test")!, requestTimeout: .seconds(5), logger: logger)
         manager = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
         methods = DaemonMethods(accounts: manager, proxy: XRPCProxy(registry: environment.registry, environment: environment),
-                                info: DaemonInfo(socketPath: "/nonexistent", gatewaySocketPath: nil, stateDirectory: "/nonexistent", startedAt: clock.now),
+                                info: DaemonInfo(socketPath: "/nonexistent", gatewaySocketPath: nil, loopbackGateway: nil, stateDirectory: "/nonexistent", startedAt: clock.now),
                                 isStopping: { false }, logger: logger)
     }
 
