@@ -6,7 +6,7 @@ import RPCServer
 /// One client connection: requests answered one after another (keep-alive), each admitted
 /// first; a refused request, a body over the limit or a broken message ends the connection.
 struct GatewayConnection: Sendable {
-    let channel: NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    let channel: NIOAsyncChannel<HTTPServerRequestPart, Never>
     let peer: PeerCredentials?
     let handler: any GatewayHandler
     let admission: GatewayAdmission
@@ -16,7 +16,7 @@ struct GatewayConnection: Sendable {
 
     func serve() async {
         do {
-            try await channel.executeThenClose { inbound, outbound in
+            try await channel.executeThenClose { inbound in
                 var parts = inbound.makeAsyncIterator()
                 while let part = try await parts.next() {
                     guard case .head(let head) = part else { return }
@@ -24,12 +24,12 @@ struct GatewayConnection: Sendable {
                         logger.notice("gateway refused a request", metadata: [
                             "reason": "\(refusal)", "pid": "\(peer.flatMap { $0.pid > 0 ? String($0.pid) : nil } ?? "?")",
                         ])
-                        try await write(refusal.response, to: outbound, for: head, keepAlive: false)
+                        try await write(refusal.response, for: head, keepAlive: false)
                         return
                     }
                     if let length = head.headers.first(name: "content-length").flatMap(Int.init),
                        length > maxRequestBodyBytes {
-                        try await write(tooLarge, to: outbound, for: head, keepAlive: false)
+                        try await write(tooLarge, for: head, keepAlive: false)
                         return
                     }
                     var body = ByteBuffer()
@@ -51,7 +51,7 @@ struct GatewayConnection: Sendable {
                         }
                     }
                     if overLimit {
-                        try await write(tooLarge, to: outbound, for: head, keepAlive: false)
+                        try await write(tooLarge, for: head, keepAlive: false)
                         return
                     }
                     // The client left before its request ended: nobody to answer.
@@ -60,7 +60,7 @@ struct GatewayConnection: Sendable {
                                                  peer: peer)
                     let response = await handler.respond(to: request)
                     let keepAlive = head.isKeepAlive && !isShuttingDown()
-                    try await write(response, to: outbound, for: head, keepAlive: keepAlive)
+                    try await write(response, for: head, keepAlive: keepAlive)
                     if !keepAlive { return }
                 }
             }
@@ -74,17 +74,17 @@ struct GatewayConnection: Sendable {
                    "the request body is larger than the gateway takes (\(maxRequestBodyBytes) bytes)")
     }
 
-    private func write(_ response: GatewayResponse, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
-                       for request: HTTPRequestHead, keepAlive: Bool) async throws {
+    private func write(_ response: GatewayResponse, for request: HTTPRequestHead, keepAlive: Bool) async throws {
         var headers = HTTPHeaders()
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         headers.replaceOrAdd(name: "content-length", value: String(response.body.readableBytes))
         if !keepAlive { headers.replaceOrAdd(name: "connection", value: "close") }
         let head = HTTPResponseHead(version: request.version, status: response.status, headers: headers)
-        if request.method == .HEAD || response.body.readableBytes == 0 {
-            try await outbound.write(contentsOf: [.head(head), .end(nil)])
-        } else {
-            try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(response.body)), .end(nil)])
+        let connection = channel.channel
+        connection.write(HTTPServerResponsePart.head(head), promise: nil)
+        if request.method != .HEAD, response.body.readableBytes > 0 {
+            connection.write(HTTPServerResponsePart.body(.byteBuffer(response.body)), promise: nil)
         }
+        try await connection.writeAndFlush(HTTPServerResponsePart.end(nil))
     }
 }

@@ -89,13 +89,17 @@ extension BenchReport {
             "                    p50       p90       p99      mean",
             "   direct     " + row(l.direct),
             "   blueskyd   " + row(l.daemon),
-        ] + (l.gateway.map { ["   gateway    " + row($0)] } ?? []) + [
             "   added p50: \(format(l.addedP50, 1)) µs   target ≤ \(format(l.targetAddedP50, 0)) µs   "
                 + verdict(l.meetsTarget) + "   (added p99: \(format(l.addedP99, 1)) µs)",
         ]
-        if let added = l.gatewayAddedP50, let met = l.gatewayMeetsTarget {
-            lines.append("   gateway added p50: \(format(added, 1)) µs   target ≤ \(format(l.targetAddedP50, 0)) µs   "
-                + verdict(met) + "   (added p99: \(format(l.gatewayAddedP99 ?? 0, 1)) µs)")
+        if let gateway = l.gateway, let direct = l.gatewayDirect, let added = l.gatewayAddedP50, let met = l.gatewayMeetsTarget {
+            lines += [
+                "   then direct and the XRPC gateway, taking turns the same way:",
+                "   direct     " + row(direct),
+                "   gateway    " + row(gateway),
+                "   gateway added p50: \(format(added, 1)) µs   target ≤ \(format(l.targetAddedP50, 0)) µs   "
+                    + verdict(met) + "   (added p99: \(format(l.gatewayAddedP99 ?? 0, 1)) µs)",
+            ]
         }
         if l.failures > 0 { lines.append("   calls without status 200: \(l.failures)") }
         return lines

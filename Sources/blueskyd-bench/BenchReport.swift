@@ -102,6 +102,8 @@ struct LatencyResult: Codable, Sendable {
     var targetAddedP50: Double
     /// The same calls through the XRPC gateway, when measured.
     var gateway: LatencySummary?
+    /// The direct calls the gateway's blocks took turns with (a pass of their own).
+    var gatewayDirect: LatencySummary?
     var gatewayAddedP50: Double?
     var gatewayAddedP99: Double?
 

@@ -23,17 +23,19 @@ enum ReleaseFreedMemory {
         #endif
     }
 
-    /// Keeps blocks of 128 KiB and more (the registry's tables, pages of loaded rows) in their
-    /// own mappings, which go back to the kernel whole when freed.
+    /// Keeps blocks of 1 MiB and more (the registry's tables while they grow) in their own
+    /// mappings, which go back to the kernel whole when freed.
     ///
-    /// glibc otherwise raises that threshold each time such a block is freed, so that the
-    /// tables which outgrow their storage while loading get carved from the heap, where the
-    /// small long-lived objects allocated in between keep their pages. Measured at 100,000
-    /// accounts (five starts each): idle RSS 117.5 to 125.1 MiB with the moving threshold,
-    /// 116.5 to 117.8 MiB with it fixed.
+    /// glibc otherwise raises its threshold (128 KiB at first) each time such a block is freed,
+    /// so that the tables which outgrow their storage while loading get carved from the heap,
+    /// where the small long-lived objects allocated in between keep their pages. Measured at
+    /// 100,000 accounts, five starts each: idle RSS 117.5 to 125.1 MiB with the moving
+    /// threshold, 116.9 to 117.8 MiB with it fixed at 1 MiB. Not 128 KiB: buffers of a few
+    /// hundred KiB come and go with every proxied call, and mapping each cost 10 to 20 µs
+    /// of added latency (p50).
     static func keepLargeBlocksMapped() {
         #if canImport(Glibc)
-        _ = mallocOption?(mmapThresholdOption, 128 * 1024)
+        _ = mallocOption?(mmapThresholdOption, 1 << 20)
         #endif
     }
 }

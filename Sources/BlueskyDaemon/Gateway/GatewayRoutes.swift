@@ -34,7 +34,7 @@ struct GatewayRoutes: GatewayHandler {
     static func passedOn(_ answer: InboundResponse) -> GatewayResponse {
         var headers: [(String, String)] = []
         for (name, value) in answer.headers {
-            let lowered = name.lowercased()
+            let lowered = String(decoding: name.utf8.map(InboundResponse.asciiLowercased), as: UTF8.self)
             if XRPCProxy.forwardedHeaders.contains(lowered) || lowered.hasPrefix("atproto-") {
                 headers.append((lowered, value))
             }

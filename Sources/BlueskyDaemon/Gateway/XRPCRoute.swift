@@ -90,6 +90,8 @@ enum XRPCRoute {
     }
 
     private static func decode(_ text: Substring) -> String {
+        // Most values need neither step (DIDs, handles, cursors, numbers).
+        guard text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(text) }
         let spaced = text.replacingOccurrences(of: "+", with: " ")
         return spaced.removingPercentEncoding ?? spaced
     }
