@@ -54,6 +54,11 @@ struct OAuthLoginTests {
     @Test("Nonces: one challenge per server, then the cached nonce is accepted, across a rotation too")
     func nonceChallengeThenCached() async throws {
         try await OAuthFixture.with({ $0.dpopNonceRotationPeriod = .seconds(60) }) { fixture in
+            // Start just after a rotation: the steps below count periods, and the real clock
+            // crossing one more boundary on a slow run would make the cached nonce two periods
+            // old, not one (this failed once in a loaded `make test`).
+            let intoPeriod = fixture.testbed.now.timeIntervalSince1970.truncatingRemainder(dividingBy: 60)
+            fixture.testbed.advanceClock(by: .milliseconds(Int64((60 - intoPeriod) * 1000) + 100))
             let account = await fixture.testbed.createAccount(AccountSpec(name: "bob"))
             let login = try await fixture.login(account)
             for _ in 0..<3 { #expect(try await fixture.getSession(login).status == 200) }
