@@ -5,7 +5,7 @@ extension RPCServer {
     /// submitted now. A watchdog keep-alive should depend on this: a wedged event loop leaves
     /// the socket open but unserved, which only a probe through the loops notices.
     public func probeLiveness() async -> Bool {
-        guard let listener = state.withLock({ $0.listeningChannel }) else { return false }
+        guard let listener = core.state.withLock({ $0.listeningChannel }) else { return false }
         guard (try? await listener.eventLoop.submit({ listener.isActive }).get()) == true else { return false }
         for loop in configuration.eventLoopGroup.makeIterator() {
             guard (try? await loop.submit({ true }).get()) == true else { return false }

@@ -12,9 +12,8 @@ import NIOPosix
 public final class RPCServer: Sendable {
     public let listener: Listener
     public let configuration: Configuration
-    let handler: any RPCMethodHandler
-    let logger: Logger
-    let state = LockedState(ServerState())
+    /// Binding, accepting and draining (shared with the XRPC gateway).
+    let core: SocketServer<AcceptedConnection>
     /// Request lines held across all connections (`Configuration.maxBufferedRequestBytes`).
     let requestBytes: RequestByteBudget
 
@@ -45,9 +44,22 @@ public final class RPCServer: Sendable {
     public init(listener: Listener, configuration: Configuration, handler: some RPCMethodHandler, logger: Logger) {
         self.listener = listener
         self.configuration = configuration
-        self.handler = handler
-        self.logger = logger
-        requestBytes = RequestByteBudget(capacity: configuration.effectiveMaxBufferedRequestBytes)
+        let requestBytes = RequestByteBudget(capacity: configuration.effectiveMaxBufferedRequestBytes)
+        self.requestBytes = requestBytes
+        core = SocketServer(
+            address: .unix(listener), group: configuration.eventLoopGroup, gracePeriod: configuration.shutdownGracePeriod,
+            logger: logger, label: "rpc",
+            accept: { channel in
+                // Completes at once on the channel's loop, before any read can be dropped.
+                PeerCredentials.read(from: channel).flatMapThrowing { peer in
+                    AcceptedConnection(channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer)
+                }
+            },
+            channelOf: { $0.channel.channel },
+            serve: { accepted, context in
+                await RPCConnection(channel: accepted.channel, id: context.id, peer: accepted.peer, handler: handler,
+                                    configuration: configuration, requestBytes: requestBytes, logger: logger).serve()
+            })
     }
 
     /// Listens and serves until cancelled or shut down.
@@ -57,33 +69,7 @@ public final class RPCServer: Sendable {
     /// path, replaces a stale socket file, and leaves the new socket 0600.
     /// - Throws: `RPCServerError` (or a NIO error) when it cannot listen; call it once.
     public func run() async throws {
-        let listening: NIOAsyncChannel<AcceptedConnection, Never>
-        do {
-            try state.withLock { try $0.startBinding() }
-            listening = try await bind()
-        } catch {
-            state.withLock { $0.bindingFailed(error) }.forEach { $0.resume(throwing: error) }
-            throw error
-        }
-        let finished = CompletionSignal<(any Error)?>()
-        let work = Task { finished.complete(await serveConnections(listening)) }
-        let (waiters, shutdownRequested) = state.withLock {
-            $0.listening(on: listening.channel, work: work, finished: finished)
-        }
-        waiters.forEach { $0.resume() }
-        logger.info("listening", metadata: ["rpc.listener": "\(listener)"])
-        if shutdownRequested { shutdownGracefully() }
-
-        // Not `work.value`: after the grace period a handler that ignores cancellation must
-        // not keep the daemon from stopping.
-        let acceptFailure = await withTaskCancellationHandler {
-            await finished.completion()
-        } onCancel: {
-            shutdownGracefully()
-        }
-        state.withLock { $0.stopped() }
-        logger.info("stopped listening", metadata: ["rpc.listener": "\(listener)"])
-        if let acceptFailure { throw acceptFailure }
+        try await core.run()
     }
 
     /// Begins a graceful shutdown (what cancelling `run()` does): stops accepting and reading,
@@ -91,46 +77,11 @@ public final class RPCServer: Sendable {
     /// Safe to call at any time and more than once; before `run()` binds, it makes `run()`
     /// return as soon as it has.
     public func shutdownGracefully() {
-        let grace = configuration.shutdownGracePeriod
-        let draining: (listener: any Channel, connections: [any Channel])? = state.withLock { state in
-            state.beginShutdown {
-                Task {
-                    // Cancelled when everything finished in time.
-                    guard (try? await Task.sleep(for: grace)) != nil else { return }
-                    await self.forceClose()
-                }
-            }
-        }
-        guard let draining else { return }
-        logger.debug("shutting down", metadata: ["connections": "\(draining.connections.count)"])
-        draining.listener.close(promise: nil)
-        for connection in draining.connections {
-            connection.close(mode: .input, promise: nil)
-        }
+        core.shutdownGracefully()
     }
 
     /// Returns once the socket is listening; throws what `run()` threw if binding failed.
     public func waitUntilListening() async throws {
-        try await withCheckedThrowingContinuation { continuation in
-            switch state.withLock({ $0.addListeningWaiter(continuation) }) {
-            case nil: break
-            case .success?: continuation.resume()
-            case .failure(let error)?: continuation.resume(throwing: error)
-            }
-        }
-    }
-
-    /// After the grace period: closes whatever is still open and cancels its handlers.
-    private func forceClose() async {
-        let (connections, work, finished) = state.withLock { ($0.openConnections, $0.work, $0.finished) }
-        logger.warning("grace period over: closing connections", metadata: ["connections": "\(connections.count)"])
-        for connection in connections { connection.close(promise: nil) }
-        work?.cancel()
-        // Cancelled handlers get a moment to return; one that ignores cancellation is abandoned.
-        guard (try? await Task.sleep(for: .seconds(1))) != nil else { return }
-        if !state.withLock({ $0.openConnections.isEmpty }) {
-            logger.warning("abandoning request handlers that ignored cancellation")
-        }
-        finished?.complete(nil)
+        try await core.waitUntilListening()
     }
 }
