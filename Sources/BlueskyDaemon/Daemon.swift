@@ -115,9 +115,9 @@ public struct Daemon: Sendable {
         let proxy = XRPCProxy(registry: accounts.registry, environment: environment,
                               pdsChanged: { session, used async throws(DaemonError) in
                                   try await accounts.pdsChanged(of: session, from: used)
-                              })
+                              }, streaming: http)
         let routes = GatewayRoutes(proxy: proxy, logger: logger)
-        let gatewayConfiguration = GatewayServer.Configuration(maxRequestBodyBytes: configuration.maxLineBytes)
+        let gatewayConfiguration = GatewayServer.Configuration()
         let gateway = gatewayListener.map { gatewayListener in
             GatewayServer(listener: .unix(gatewayListener.listener), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
@@ -151,8 +151,7 @@ public struct Daemon: Sendable {
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
-                    environment.events.publish(.daemonStopping)
-                    environment.events.close()
+                    environment.events.close(last: .daemonStopping)
                 }),
                 // Last, so that it is the first to hear of the stop (services stop in reverse order).
                 ServiceManagerService(

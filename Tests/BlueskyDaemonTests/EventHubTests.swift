@@ -81,14 +81,31 @@ struct EventHubTests {
         for _ in 0..<50 { hub.publish(.accountRefreshed, account: Self.bob) }
         let (resumed, _) = hub.subscribe(.everything, since: 0)!
         let (waiting, _) = hub.subscribe(.everything, since: nil)!
-        hub.publish(.daemonStopping)
-        hub.close()
+        hub.close(last: .daemonStopping)
         #expect(hub.subscribe(.everything, since: nil) == nil)
         let replayed = await drain(resumed)
         #expect(replayed.count == 51 && !replayed.contains { $0["kind"] == "events.gap" })
         #expect(await drain(waiting).map { $0["kind"]?.stringValue } == ["daemon.stopping"])
         hub.publish(.accountRefreshed, account: Self.bob)
         #expect(hub.latestSeq == 51, "nothing is published after close")
+    }
+
+    @Test("daemon.stopping is the last event, whatever other threads publish while the hub closes")
+    func stoppingIsLast() async {
+        // Found by EventStreamTests: a profile fetch ending between the stopping event and the
+        // close put account.profileUpdated after daemon.stopping. Publishers race the close here.
+        for round in 0..<50 {
+            let hub = EventHub(historyLimit: 100_000, backlogLimit: 100_000, firstSeq: 0)
+            let (subscription, _) = hub.subscribe(.everything, since: nil)!
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<4 {
+                    group.addTask { for _ in 0..<200 { hub.publish(.accountProfileUpdated, account: Self.alice) } }
+                }
+                group.addTask { hub.close(last: .daemonStopping) }
+            }
+            let kinds = await drain(subscription).map { $0["kind"]?.stringValue }
+            #expect(kinds.last == "daemon.stopping", "round \(round): \(kinds.suffix(3))")
+        }
     }
 
     @Test("cancelling wakes a connection waiting for events with the end, and leaves the hub")

@@ -50,23 +50,35 @@ final class EventHub: Sendable {
     /// callers pass account views and plain facts.
     func publish(_ kind: EventKind, account: PublishedEvent.AccountKeys? = nil, view: JSONValue? = nil,
                  fields: [String: JSONValue] = [:]) {
-        var params = fields
-        params["kind"] = .string(kind.rawValue)
-        params["at"] = AccountView.timestamp(now())
-        if let view { params["account"] = view }
-        // Numbered, encoded and handed out under one lock: every subscriber sees the events
-        // in number order (encoding is a few microseconds; publishers are few).
+        let params = Self.params(kind, view: view, fields: fields, at: now())
         let wakeups = state.withLock { state -> [EventSubscription] in
             guard !state.closed else { return [] }
-            state.latest += 1
-            params["seq"] = .number(Double(state.latest))
-            let line = RPCOutbound.line(for: RPCRequest(id: nil, method: "event", params: .object(params)))
-            let event = PublishedEvent(seq: state.latest, kind: kind, account: account, line: line)
-            state.history.append(event)
-            if state.history.count > historyLimit { state.history.removeFirst() }
-            return state.subscribers.values.filter { $0.offer(event) }
+            return append(kind, account: account, params: params, to: &state)
         }
         wakeups.forEach { $0.wake() }
+    }
+
+    private static func params(_ kind: EventKind, view: JSONValue?, fields: [String: JSONValue], at: Date) -> [String: JSONValue] {
+        var params = fields
+        params["kind"] = .string(kind.rawValue)
+        params["at"] = AccountView.timestamp(at)
+        if let view { params["account"] = view }
+        return params
+    }
+
+    /// Numbers, encodes and hands out one event, under the lock: every subscriber sees the
+    /// events in number order (encoding is a few microseconds; publishers are few). Returns the
+    /// subscriptions to wake.
+    private func append(_ kind: EventKind, account: PublishedEvent.AccountKeys?, params: [String: JSONValue],
+                        to state: inout State) -> [EventSubscription] {
+        var params = params
+        state.latest += 1
+        params["seq"] = .number(Double(state.latest))
+        let line = RPCOutbound.line(for: RPCRequest(id: nil, method: "event", params: .object(params)))
+        let event = PublishedEvent(seq: state.latest, kind: kind, account: account, line: line)
+        state.history.append(event)
+        if state.history.count > historyLimit { state.history.removeFirst() }
+        return state.subscribers.values.filter { $0.offer(event) }
     }
 
     /// A new subscription, and the latest number at the time (the reply's `seq`). With
@@ -95,14 +107,20 @@ final class EventHub: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: ObjectIdentifier(subscription)) }
     }
 
-    /// The daemon is stopping: no more events; each subscription ends once its backlog (the
-    /// `daemon.stopping` event included) is written.
-    func close() {
-        let subscribers = state.withLock { state -> [EventSubscription] in
+    /// The daemon is stopping: `last` (`daemon.stopping`) is the final event, published and
+    /// followed by the close under one lock, so that no event published meanwhile from another
+    /// thread (a profile fetch ending) comes after it. Each subscription ends once its backlog
+    /// is written.
+    func close(last kind: EventKind? = nil) {
+        let params = kind.map { Self.params($0, view: nil, fields: [:], at: now()) }
+        let (wakeups, subscribers) = state.withLock { state -> ([EventSubscription], [EventSubscription]) in
+            guard !state.closed else { return ([], []) }
+            let woken = kind.map { append($0, account: nil, params: params ?? [:], to: &state) } ?? []
             state.closed = true
             defer { state.subscribers = [:] }
-            return Array(state.subscribers.values)
+            return (woken, Array(state.subscribers.values))
         }
+        wakeups.forEach { $0.wake() }
         subscribers.forEach { $0.finish() }
     }
 }
