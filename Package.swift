@@ -77,7 +77,7 @@ let package = Package(
         // Plain XRPC over HTTP/1.1 on a Unix socket: admission (the daemon's user, no web
         // pages), keep-alive, one handler per request.
         .target(name: "XRPCGateway", dependencies: [
-            "JSONRPC", "RPCServer", logging, .product(name: "NIOHTTP1", package: "swift-nio"),
+            "JSONRPC", "RPCServer", "BlueskyHTTP", logging, .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
         // libsystemd (sd_notify, sd_listen_fds, sd_journal_sendv), and blueskyd's Swift face of it.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -163,7 +163,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"],
                     exclude: ["gateway_sdk_client.py"]),
         .testTarget(name: "XRPCGatewayTests", dependencies: [
-            "XRPCGateway", "RPCServer", "JSONRPC", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "XRPCGateway", "RPCServer", "JSONRPC", "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 

@@ -52,6 +52,37 @@ public struct DPoPResourceClient: Sendable {
     }
 }
 
+extension DPoPResourceClient {
+    /// `Authorization` and `DPoP` for one attempt of a request whose answer is read as a stream
+    /// (an upload, a CAR export): signed with the latest nonce, no retry here. Pass the answer's
+    /// head to ``observe(_:url:account:)``.
+    public func authorization(method: String, url: URL, accessToken: String, dpopKey: DPoPKey,
+                              account: String) throws(DPoPResourceError) -> [(String, String)] {
+        let target: DPoPRequest
+        do {
+            target = try DPoPRequest.resource(method: method, url: url.absoluteString, accessToken: accessToken)
+        } catch {
+            throw .proof(error)
+        }
+        let nonce = nonces.nonce(account: account, origin: target.target.origin)
+        do {
+            let proof = try DPoPSigner(key: dpopKey, now: now).proof(for: target, nonce: nonce, clockSkew: clockSkew.offset)
+            return [("Authorization", "DPoP " + accessToken), ("DPoP", proof)]
+        } catch {
+            throw .proof(error)
+        }
+    }
+
+    /// Learns what an answer's head teaches: its `DPoP-Nonce` and its `Date`.
+    public func observe(_ headers: [(String, String)], url: URL, account: String) {
+        let head = InboundResponse(status: 200, headers: headers, body: [])
+        let receivedAt = now()
+        clockSkew.record(dateHeader: head.header("Date"), receivedAt: receivedAt)
+        guard let origin = try? HTTPTargetURI(url).origin else { return }
+        nonces.update(account: account, origin: origin, nonce: head.header("DPoP-Nonce"), receivedAt: receivedAt)
+    }
+}
+
 /// Failures to send a DPoP-bound request (the server's own answers are returned, not thrown).
 public enum DPoPResourceError: Error, Sendable, Equatable, CustomStringConvertible {
     case transport(HTTPError)

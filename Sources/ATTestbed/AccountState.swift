@@ -79,6 +79,8 @@ struct BlobRecord {
     let cid: String
     let mimeType: String
     let size: Int
+    /// The bytes, served back by `com.atproto.sync.getBlob`.
+    let bytes: [UInt8]
 }
 
 /// The DID → account and handle → DID maps.

@@ -131,7 +131,8 @@ extension PDSService {
             request.headers.first(name: "content-type")
             .map { String($0.prefix { $0 != ";" }).trimmingCharacters(in: .whitespaces) }
             .flatMap { $0.isEmpty ? nil : $0 } ?? "application/octet-stream"
-        let blob = BlobRecord(cid: ContentID.blob(Array(bytes)), mimeType: mimeType, size: bytes.count)
+        let data = Array(bytes)
+        let blob = BlobRecord(cid: ContentID.blob(data), mimeType: mimeType, size: data.count, bytes: data)
         auth.account.data.withLock { $0.blobs[blob.cid] = blob }
         return .json([
             "blob": [
@@ -141,5 +142,18 @@ extension PDSService {
                 "size": .number(Double(blob.size)),
             ]
         ])
+    }
+
+    /// `com.atproto.sync.getBlob`: a blob's bytes, as uploaded, with its media type (public, as
+    /// on the reference PDS).
+    func getBlob(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
+        _ = try authenticateAccessIfPresent(request)
+        let did = try requiredParameter("did", request)
+        let cid = try requiredParameter("cid", request)
+        let target = try readableRepo(did)
+        guard let blob = target.data.withLock({ $0.blobs[cid] }) else {
+            throw XRPCError(.badRequest, "BlobNotFound", "Blob not found")
+        }
+        return TestbedResponse(status: .ok, headers: ["Content-Type": blob.mimeType], body: blob.bytes)
     }
 }

@@ -115,6 +115,9 @@ struct PDSService: Sendable {
         case "com.atproto.repo.uploadBlob":
             try expect(.procedure, request)
             return try uploadBlob(request)
+        case "com.atproto.sync.getBlob":
+            try expect(.query, request)
+            return try getBlob(request)
         case "app.bsky.actor.getProfile":
             try expect(.query, request)
             return try getProfile(request)

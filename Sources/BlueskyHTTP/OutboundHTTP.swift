@@ -31,7 +31,7 @@ public final class OutboundHTTP: HTTPFetching {
     }
 
     public let configuration: Configuration
-    private let client: HTTPClient
+    let client: HTTPClient
 
     public init(_ configuration: Configuration = Configuration()) throws {
         self.configuration = configuration

@@ -3,8 +3,6 @@
 public enum GatewayErrorName: String, Sendable, CaseIterable {
     /// A request from a web page (Origin, Referer) or naming a foreign Host: 403.
     case browserRequestRefused = "BrowserRequestRefused"
-    /// A request body over the gateway's limit: 413.
-    case payloadTooLarge = "PayloadTooLarge"
     /// A path that is not `/xrpc/<nsid>`: 404.
     case notFound = "NotFound"
     /// A method other than GET, HEAD or POST, or an event stream (subscription): 405 / 501.

@@ -1,19 +1,33 @@
+import BlueskyHTTP
 import JSONRPC
 import NIOCore
 import NIOHTTP1
 import RPCServer
 
-/// One HTTP request the gateway admitted, with its whole body.
+/// A request's body: small ones held whole (a call can then be sent again after a refresh),
+/// larger ones or those of unknown length read as they are sent on.
+public enum GatewayRequestBody: Sendable {
+    case whole(ByteBuffer)
+    case streamed(ChunkSource)
+
+    public var isEmpty: Bool {
+        if case .whole(let buffer) = self { return buffer.readableBytes == 0 }
+        return false
+    }
+}
+
+/// One HTTP request the gateway admitted.
 public struct GatewayRequest: Sendable {
     public var method: HTTPMethod
     /// The request target as sent: path and query.
     public var uri: String
     public var headers: HTTPHeaders
-    public var body: ByteBuffer
-    /// Who sent it (the Unix socket's peer credentials).
+    public var body: GatewayRequestBody
+    /// Who sent it (the Unix socket's peer credentials, or the uid a loopback client's socket
+    /// belongs to).
     public var peer: PeerCredentials?
 
-    public init(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: ByteBuffer, peer: PeerCredentials?) {
+    public init(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: GatewayRequestBody, peer: PeerCredentials?) {
         self.method = method
         self.uri = uri
         self.headers = headers
@@ -32,16 +46,30 @@ public struct GatewayRequest: Sendable {
     }
 }
 
-/// What the gateway sends back: a status, headers (`content-length` is added) and a body.
+/// What the gateway sends back: a status, headers (`content-length` is added when known) and
+/// a body, whole or passed on as it arrives.
 public struct GatewayResponse: Sendable {
+    public enum Body: Sendable {
+        case whole(ByteBuffer)
+        /// Written as it is read; the answer is cut off (and its connection closed) when no
+        /// chunk comes for `stallTimeout`.
+        case streamed(ChunkSource, stallTimeout: Duration)
+    }
+
     public var status: HTTPResponseStatus
     public var headers: [(String, String)]
-    public var body: ByteBuffer
+    public var body: Body
 
     public init(status: HTTPResponseStatus, headers: [(String, String)] = [], body: ByteBuffer = ByteBuffer()) {
         self.status = status
         self.headers = headers
-        self.body = body
+        self.body = .whole(body)
+    }
+
+    public init(status: HTTPResponseStatus, headers: [(String, String)], streamed: ChunkSource, stallTimeout: Duration) {
+        self.status = status
+        self.headers = headers
+        self.body = .streamed(streamed, stallTimeout: stallTimeout)
     }
 
     /// An XRPC error answer: `{"error": name, "message": message}` and any further fields.

@@ -11,17 +11,19 @@ import RPCServer
 /// Binding, draining and the grace period are `SocketServer`'s, as for the JSON-RPC server.
 public final class GatewayServer: Sendable {
     public struct Configuration: Sendable {
-        /// The largest request body taken (a blob upload); a larger one gets 413.
-        public var maxRequestBodyBytes: Int = 64 << 20
+        /// Request bodies up to this many bytes are held whole, so that a call can be sent again
+        /// after a refresh; larger ones (a blob upload), or of unknown length, are passed on as
+        /// they arrive, never held whole.
+        public var wholeBodyLimit: Int = 1 << 20
         /// Only this uid's requests are served.
         public var allowedUID: UInt32 = UInt32(getuid())
         /// How long requests in flight may take to finish after a shutdown begins.
         public var shutdownGracePeriod: Duration = .seconds(5)
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
 
-        public init(maxRequestBodyBytes: Int = 64 << 20, allowedUID: UInt32 = UInt32(getuid()),
+        public init(wholeBodyLimit: Int = 1 << 20, allowedUID: UInt32 = UInt32(getuid()),
                     shutdownGracePeriod: Duration = .seconds(5)) {
-            self.maxRequestBodyBytes = maxRequestBodyBytes
+            self.wholeBodyLimit = wholeBodyLimit
             self.allowedUID = allowedUID
             self.shutdownGracePeriod = shutdownGracePeriod
         }
@@ -72,7 +74,7 @@ public final class GatewayServer: Sendable {
                 // On TCP, `Host` must name the port listened on.
                 let admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort)
                 await GatewayConnection(channel: accepted.channel, peer: accepted.peer, handler: handler, admission: admission,
-                                        maxRequestBodyBytes: configuration.maxRequestBodyBytes,
+                                        wholeBodyLimit: configuration.wholeBodyLimit,
                                         isShuttingDown: context.isShuttingDown, logger: logger).serve()
             })
     }

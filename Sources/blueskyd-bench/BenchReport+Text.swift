@@ -16,6 +16,17 @@ extension BenchReport {
             lines.append("")
             lines += latencyLines(latency, title: "2. Latency at one connection")
         }
+        if wants(GatewayUpload.section) {
+            lines.append("")
+            if let u = gatewayUpload {
+                lines.append("11. A \(u.bytes / 1_000_000) MB blob uploaded through the XRPC gateway (64 KiB chunks; the daemon's peak reset before)")
+                lines.append("   \(format(u.seconds, 2)) s (\(format(Double(u.bytes) / u.seconds / 1_048_576, 0)) MiB/s), status \(u.status); daemon RSS before "
+                    + "\(mebibytes(u.rssBeforeKiB)), peak during \(mebibytes(u.peakDuringKiB)): growth \(mebibytes(u.growthKiB))   "
+                    + "target ≤ 16 MiB   " + verdict(u.meetsTarget))
+            } else {
+                lines.append("11. Upload through the XRPC gateway: not measured (see problems)")
+            }
+        }
         if wants("memory") {
             lines.append("")
             lines += memoryLines()

@@ -11,6 +11,8 @@ struct BenchReport: Codable, Sendable {
     var sections: [String] = []
     var throughput: ThroughputResult?
     var latency: LatencyResult?
+    /// Section 11: a 100 MB upload through the XRPC gateway.
+    var gatewayUpload: GatewayUploadResult?
     var memory: [MemoryResult] = []
     var dpop: DPoPResult?
     /// Sections 5 and 6: sections 1 and 2 for an OAuth (DPoP-bound) session, same targets.

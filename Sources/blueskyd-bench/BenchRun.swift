@@ -37,7 +37,7 @@ struct BenchRun {
         }
         let upstream = needsSharedUpstream ? await startUpstream(directory: work.path + "/testbed", report: &report) : nil
         if !needsSharedUpstream { report.upstream = "none shared (refresh-capacity starts its own testbed)" }
-        if options.wants("throughput") || options.wants("latency") {
+        if options.wants("throughput") || options.wants("latency") || options.wants(GatewayUpload.section) {
             if let info = upstream?.info {
                 await ProxyBench(options: options, upstream: info, workDirectory: work.path, progress: progress)
                     .run(into: &report)
@@ -94,7 +94,7 @@ struct BenchRun {
     }
 
     /// Every section, in the order they run.
-    static let sectionOrder = ["throughput", "latency", "oauth-throughput", "oauth-latency", "oauth-nonces", "memory", "dpop",
+    static let sectionOrder = ["throughput", "latency", GatewayUpload.section, "oauth-throughput", "oauth-latency", "oauth-nonces", "memory", "dpop",
                                EventsBench.section, RefreshCapacityBench.section, ClusterBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {

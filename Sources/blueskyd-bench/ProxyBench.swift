@@ -44,6 +44,16 @@ struct ProxyBench {
                     report.problems.append("latency: \(describe(error))")
                 }
             }
+            if options.wants(GatewayUpload.section) {
+                progress.say("gateway-upload: 100 MB through the XRPC gateway")
+                do {
+                    report.gatewayUpload = try await GatewayUpload.measure(
+                        socketPath: setup.daemon.gatewaySocketPath, did: upstream.did, bytes: 100_000_000,
+                        pid: setup.daemon.pid, group: group)
+                } catch {
+                    report.problems.append("gateway-upload: \(describe(error))")
+                }
+            }
         } catch {
             report.problems.append("throughput and latency: \(describe(error))")
         }

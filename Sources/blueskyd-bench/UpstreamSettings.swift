@@ -14,6 +14,8 @@ struct UpstreamSettings: Sendable {
 
     func configure(_ configuration: inout TestbedConfiguration) {
         configuration.accessTokenLifetime = .seconds(accessTokenLifetimeSeconds)
+        // Room for the gateway-upload section's 100 MB blob.
+        configuration.maxRequestBodyBytes = 128 << 20
         configuration.oauthAccessTokenLifetime = .seconds(oauthAccessTokenLifetimeSeconds)
         configuration.dpopNonceRotationPeriod = .seconds(nonceRotationSeconds)
         configuration.refreshLatency = .milliseconds(refreshLatencyMilliseconds)

@@ -1,4 +1,6 @@
+import BlueskyHTTP
 import Foundation
+import Synchronization
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -9,9 +11,40 @@ import Testing
 
 /// The gateway's server on a real Unix socket, with a handler that says what it got.
 @Suite struct GatewayServerTests {
+    /// Says what it got: the method, the target, the body's size and how it came, the peer.
     struct Echo: GatewayHandler {
         func respond(to request: GatewayRequest) async -> GatewayResponse {
-            let text = "\(request.method.rawValue) \(request.uri) \(request.body.readableBytes) pid=\(request.peer?.pid ?? -1)"
+            var size = 0
+            var how = "whole"
+            switch request.body {
+            case .whole(let body): size = body.readableBytes
+            case .streamed where request.uri.hasPrefix("/unread"):
+                how = "unread"
+            case .streamed(let chunks):
+                how = "streamed"
+                do {
+                    for try await chunk in chunks { size += chunk.readableBytes }
+                } catch {
+                    how = "broken"
+                }
+            }
+            let text = "\(request.method.rawValue) \(request.uri) \(size) \(how) pid=\(request.peer?.pid ?? -1)"
+            if request.uri.hasPrefix("/stream") {
+                // An answer of three chunks, read as it is written.
+                let parts = Mutex(["one ", "two ", "three"])
+                let source = ChunkSource(length: nil) {
+                    parts.withLock { $0.isEmpty ? nil : ByteBuffer(string: $0.removeFirst()) }
+                }
+                return GatewayResponse(status: .ok, headers: [("Content-Type", "text/plain")], streamed: source,
+                                       stallTimeout: .seconds(5))
+            }
+            if request.uri.hasPrefix("/stall") {
+                let source = ChunkSource(length: 100) {
+                    try await Task.sleep(for: .seconds(60))
+                    return nil
+                }
+                return GatewayResponse(status: .ok, headers: [], streamed: source, stallTimeout: .milliseconds(200))
+            }
             return GatewayResponse(status: .ok, headers: [("Content-Type", "text/plain")], body: ByteBuffer(string: text))
         }
     }
@@ -62,8 +95,8 @@ import Testing
                 """)
             let answers = reply.components(separatedBy: "HTTP/1.1 200 OK").count - 1
             #expect(answers == 2, "\(reply)")
-            #expect(reply.contains("GET /xrpc/a.b.c?x=1 0 pid=\(getpid())"))
-            #expect(reply.contains("POST /xrpc/a.b.d 5 pid="))
+            #expect(reply.contains("GET /xrpc/a.b.c?x=1 0 whole pid=\(getpid())"))
+            #expect(reply.contains("POST /xrpc/a.b.d 5 whole pid="))
             #expect(reply.range(of: "GET /xrpc/a.b.c")!.lowerBound < reply.range(of: "POST /xrpc/a.b.d")!.lowerBound)
         }
     }
@@ -98,18 +131,40 @@ import Testing
         }
     }
 
-    @Test func aBodyOverTheLimitGets413() async throws {
-        try await withGateway(.init(maxRequestBodyBytes: 10)) { path in
-            let declared = try await exchange(path, """
-                POST /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\nhello world
+    @Test func largeOrChunkedBodiesStreamToTheHandlerAndTheConnectionGoesOn() async throws {
+        try await withGateway(.init(wholeBodyLimit: 10)) { path in
+            let reply = try await exchange(path, """
+                POST /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\nhello world\
+                POST /xrpc/a.b.d HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n\
+                6\r\nhello \r\n6\r\nworld!\r\n0\r\n\r\n\
+                POST /xrpc/a.b.e HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\nConnection: close\r\n\r\nsmall
                 """)
-            #expect(declared.hasPrefix("HTTP/1.1 413 Payload Too Large"), "\(declared)")
-            let chunked = try await exchange(path, """
-                POST /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n\
-                6\r\nhello \r\n6\r\nworld!\r\n0\r\n\r\n
+            #expect(reply.contains("POST /xrpc/a.b.c 11 streamed"), "\(reply)")
+            #expect(reply.contains("POST /xrpc/a.b.d 12 streamed"), "\(reply)")
+            #expect(reply.contains("POST /xrpc/a.b.e 5 whole"), "\(reply)")
+        }
+    }
+
+    @Test func aStreamedBodyTheHandlerDidNotReadEndsTheConnectionAfterItsAnswer() async throws {
+        try await withGateway(.init(wholeBodyLimit: 4)) { path in
+            let reply = try await exchange(path, """
+                POST /unread HTTP/1.1\r\nHost: localhost\r\nContent-Length: 11\r\n\r\nhello worldGET /xrpc/a.b.c HTTP/1.1\r\nHost: localhost\r\n\r\n
                 """)
-            #expect(chunked.hasPrefix("HTTP/1.1 413 Payload Too Large"), "\(chunked)")
-            #expect(chunked.contains("\"error\":\"PayloadTooLarge\""))
+            #expect(reply.hasPrefix("HTTP/1.1 200 OK"), "\(reply)")
+            #expect(reply.lowercased().contains("connection: close"))
+            #expect(!reply.contains("GET /xrpc/a.b.c"), "the bytes left of the body are never read as a request")
+        }
+    }
+
+    @Test func aStreamedAnswerIsWrittenAsItComesAndAStalledOneIsCutOff() async throws {
+        try await withGateway { path in
+            let streamed = try await exchange(path, "GET /stream HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            #expect(streamed.lowercased().contains("transfer-encoding: chunked"), "\(streamed)")
+            #expect(streamed.contains("one ") && streamed.contains("two ") && streamed.contains("three"))
+            let started = ContinuousClock.now
+            let stalled = try await exchange(path, "GET /stall HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            #expect(stalled.hasPrefix("HTTP/1.1 200 OK") && stalled.lowercased().contains("content-length: 100"), "\(stalled)")
+            #expect(ContinuousClock.now - started < .seconds(5), "cut off after 200 ms of silence, not after the 60 s stall")
         }
     }
 

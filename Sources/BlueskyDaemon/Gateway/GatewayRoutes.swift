@@ -20,9 +20,17 @@ struct GatewayRoutes: GatewayHandler {
         case .health:
             let body = JSONValue.object(["version": .string(blueskydVersion)]).encoded()
             return GatewayResponse(status: .ok, headers: [("Content-Type", "application/json")], body: ByteBuffer(bytes: body))
-        case .call(let call):
+        case .call(let call, let upload):
             do throws(DaemonError) {
-                return Self.passedOn(try await proxy.forward(call))
+                // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
+                // blobs), are passed on as they come; other answers are JSON views, held whole.
+                guard upload != nil || call.nsid.hasPrefix("com.atproto.sync.") else {
+                    return Self.passedOn(try await proxy.forward(call))
+                }
+                switch try await proxy.forwardStreamed(call, upload: upload.map { ($0.chunks, $0.contentType) }) {
+                case .whole(let answer): return Self.passedOn(answer)
+                case .streamed(let answer): return Self.passedOn(answer, stallTimeout: proxy.environment.upstreamTimeout)
+                }
             } catch {
                 return Self.response(for: error)
             }
@@ -32,15 +40,25 @@ struct GatewayRoutes: GatewayHandler {
     /// The PDS's answer with the headers a client reads: its media type, rate limits,
     /// `retry-after` and every `atproto-*` header.
     static func passedOn(_ answer: InboundResponse) -> GatewayResponse {
+        GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: passedHeaders(answer.headers),
+                        body: ByteBuffer(bytes: answer.body))
+    }
+
+    /// A streamed answer, passed on as it arrives (cut off when it stalls for `stallTimeout`).
+    static func passedOn(_ answer: StreamedAnswer, stallTimeout: Duration) -> GatewayResponse {
+        GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: passedHeaders(answer.headers),
+                        streamed: ChunkSource(answer), stallTimeout: stallTimeout)
+    }
+
+    private static func passedHeaders(_ upstream: [(String, String)]) -> [(String, String)] {
         var headers: [(String, String)] = []
-        for (name, value) in answer.headers {
+        for (name, value) in upstream {
             let lowered = String(decoding: name.utf8.map(InboundResponse.asciiLowercased), as: UTF8.self)
             if XRPCProxy.forwardedHeaders.contains(lowered) || lowered.hasPrefix("atproto-") {
                 headers.append((lowered, value))
             }
         }
-        return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: headers,
-                               body: ByteBuffer(bytes: answer.body))
+        return headers
     }
 
     /// A call blueskyd could not make, as an XRPC error body named as in the JSON-RPC

@@ -1,4 +1,5 @@
 import ATSyntax
+import BlueskyHTTP
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -8,11 +9,18 @@ import XRPCGateway
 /// What a gateway request asks for: an XRPC call (`/xrpc/<nsid>`) for one account, or the
 /// gateway's own health check.
 enum XRPCRoute {
-    case call(XRPCCall)
+    /// A call; a large body (or one of unknown length) comes as `upload`, passed on as it is read.
+    case call(XRPCCall, upload: Upload?)
     /// `GET /xrpc/_health`, answered by blueskyd itself (as a PDS answers it).
     case health
     /// Not a call the gateway makes: the answer saying why.
     case refused(GatewayResponse)
+
+    /// A request body passed on as it arrives, with its media type.
+    struct Upload {
+        var chunks: ChunkSource
+        var contentType: String
+    }
 
     /// The route of `request`.
     static func of(_ request: GatewayRequest) -> XRPCRoute {
@@ -49,19 +57,28 @@ enum XRPCRoute {
         if let labelers, !XRPCCall.isHeaderSafe(labelers) {
             return .refused(.xrpcError(.badRequest, "InvalidRequest", "atproto-accept-labelers holds characters a header cannot"))
         }
+        let type = headers.first(name: "content-type") ?? "application/octet-stream"
+        guard XRPCCall.isHeaderSafe(type) else {
+            return .refused(.xrpcError(.badRequest, "InvalidRequest", "content-type holds characters a header cannot"))
+        }
         var body: XRPCBody?
-        if kind == .procedure, request.body.readableBytes > 0 {
-            let bytes = Array(request.body.readableBytesView)
-            let type = headers.first(name: "content-type") ?? "application/octet-stream"
-            guard XRPCCall.isHeaderSafe(type) else {
-                return .refused(.xrpcError(.badRequest, "InvalidRequest", "content-type holds characters a header cannot"))
+        var upload: Upload?
+        switch request.body {
+        case .whole(let bytes) where bytes.readableBytes > 0 && kind == .procedure:
+            let array = Array(bytes.readableBytesView)
+            body = Self.isJSON(type) ? .json(array) : .bytes(array, contentType: type)
+        case .whole:
+            break
+        case .streamed(let chunks):
+            guard kind == .procedure else {
+                return .refused(.xrpcError(.badRequest, "InvalidRequest", "\(nsid) is a query and takes no input"))
             }
-            body = Self.isJSON(type) ? .json(bytes) : .bytes(bytes, contentType: type)
+            upload = Upload(chunks: chunks, contentType: type)
         }
         let call = XRPCCall(nsid: nsid, account: headers.first(name: "atproto-account"), kind: kind,
                             parameters: request.query.map(Self.parameters) ?? [], body: body, atprotoProxy: proxy,
                             acceptLabelers: labelers)
-        return .call(call)
+        return .call(call, upload: upload)
     }
 
     /// `application/json`, with or without parameters (`; charset=utf-8`).

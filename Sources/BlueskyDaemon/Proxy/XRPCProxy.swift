@@ -13,6 +13,9 @@ struct XRPCProxy: Sendable {
     /// at the given URL refused a just-refreshed token; true when the account now has another
     /// PDS (the call is then made there, once). Throws `NeedsLogin` when it cannot follow.
     var pdsChanged: @Sendable (AccountSession, URL) async throws(DaemonError) -> Bool = { _, _ in false }
+    /// The client of calls whose bodies stream (the gateway's large uploads, sync answers);
+    /// without one, those are made whole like the others.
+    var streaming: OutboundHTTP?
 
     /// Headers passed back to the client: rate limits and retry hints.
     static let forwardedHeaders: Set<String> = [

@@ -1,0 +1,140 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// A request body sent as it is read, never held whole (a blob upload through the gateway).
+public struct ChunkSource: AsyncSequence, Sendable {
+    public typealias Element = ByteBuffer
+
+    private let pull: @Sendable () async throws -> ByteBuffer?
+    /// The body's length when the client said it (`Content-Length`).
+    public let length: Int?
+
+    /// `pull` gives the next chunk, nil at the end; it is called by one reader at a time.
+    public init(length: Int?, pull: @escaping @Sendable () async throws -> ByteBuffer?) {
+        self.length = length
+        self.pull = pull
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let pull: @Sendable () async throws -> ByteBuffer?
+        public mutating func next() async throws -> ByteBuffer? { try await pull() }
+    }
+
+    public func makeAsyncIterator() -> AsyncIterator { AsyncIterator(pull: pull) }
+}
+
+/// An answer whose body is read as it arrives (a CAR export, a blob).
+public struct StreamedAnswer: Sendable {
+    public var status: Int
+    /// Header names as the server sent them.
+    public var headers: [(String, String)]
+    public var body: HTTPClientResponse.Body
+
+    /// The first value of header `name`, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        InboundResponse(status: status, headers: headers, body: []).header(name)
+    }
+
+    /// `Content-Length`, when the server gave it.
+    public var length: Int? { header("content-length").flatMap(Int.init) }
+
+    /// The whole answer, for a small one (an error body) that must be read before deciding.
+    public func collected(upTo limit: Int) async throws -> InboundResponse {
+        var buffer = try await body.collect(upTo: limit)
+        return InboundResponse(status: status, headers: headers, body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+    }
+}
+
+extension OutboundHTTP {
+    /// Sends `request` with `upload` as its body, read as it is sent, and returns at the
+    /// answer's head, its body still to be read.
+    ///
+    /// The deadline follows progress, not the clock alone: the upload must keep moving (no
+    /// `timeout` without a chunk read from it), and the head must come within `timeout` of the
+    /// upload's end (of the start, without one). Whoever reads the body bounds its stalls too.
+    public func stream(_ request: OutboundRequest, upload: ChunkSource?, timeout: Duration) async throws(HTTPError)
+        -> StreamedAnswer
+    {
+        let url = try configuration.policy.check(request.url)
+        var outbound = HTTPClientRequest(url: url.absoluteString)
+        outbound.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { outbound.headers.add(name: name, value: value) }
+        let progress = ProgressMark()
+        if let upload {
+            let watched = ChunkSource(length: upload.length) {
+                var chunks = upload.makeAsyncIterator()
+                let chunk = try await chunks.next()
+                progress.touch()
+                return chunk
+            }
+            outbound.body = .stream(watched, length: upload.length.map { .known(Int64($0)) } ?? .unknown)
+        } else if let body = request.body {
+            outbound.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let (client, prepared) = (self.client, outbound)
+        do {
+            let answer = try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
+                group.addTask { try await client.execute(prepared, deadline: .distantFuture) }
+                group.addTask {
+                    // Wakes four times per timeout: a stall is noticed within 1.25 timeouts.
+                    while true {
+                        try await Task.sleep(for: timeout / 4)
+                        if progress.silence > timeout { return nil }
+                    }
+                }
+                defer { group.cancelAll() }
+                return try await group.next() ?? nil
+            }
+            guard let answer else { throw HTTPError.timedOut(Self.redacted(url)) }
+            return StreamedAnswer(status: Int(answer.status.code), headers: answer.headers.map { ($0.name, $0.value) },
+                                  body: answer.body)
+        } catch let error as HTTPError {
+            throw error
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
+            throw .timedOut(Self.redacted(url))
+        } catch {
+            throw .unreachable(Self.redacted(url), reason: String(describing: error))
+        }
+    }
+}
+
+extension ChunkSource {
+    /// The body of a streamed answer, passed on as it arrives.
+    public init(_ answer: StreamedAnswer) {
+        let reader = BodyReader(answer.body.makeAsyncIterator())
+        self.init(length: answer.length) { try await reader.next() }
+    }
+}
+
+/// One reader's iterator, shared by reference so that a `ChunkSource` can pull from it.
+private final class BodyReader: @unchecked Sendable {
+    // Read by one consumer at a time (the writer of the answer), never concurrently.
+    private var iterator: HTTPClientResponse.Body.AsyncIterator
+
+    init(_ iterator: HTTPClientResponse.Body.AsyncIterator) {
+        self.iterator = iterator
+    }
+
+    func next() async throws -> ByteBuffer? {
+        try await iterator.next()
+    }
+}
+
+/// When a stream last moved: read by a watchdog that cuts off a stalled exchange.
+public final class ProgressMark: Sendable {
+    private let last = Mutex(ContinuousClock.now)
+
+    public init() {}
+
+    /// Something moved now.
+    public func touch() {
+        last.withLock { $0 = .now }
+    }
+
+    /// How long since something last moved.
+    public var silence: Duration {
+        ContinuousClock.now - last.withLock { $0 }
+    }
+}
