@@ -30,6 +30,8 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift.git", from: "7.10.0"),
         .package(url: "https://github.com/LebJe/TOMLKit.git", from: "0.6.0"),
         .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
@@ -91,6 +93,8 @@ let package = Package(
             .product(name: "TOMLKit", package: "TOMLKit"),
             .product(name: "HeapModule", package: "swift-collections"),
             .product(name: "DequeModule", package: "swift-collections"),
+            .product(name: "Metrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
             logging,
         ] + nio),
         // bskyctl's commands: a thin JSON-RPC client over the socket.
@@ -161,7 +165,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"],
-                    exclude: ["gateway_sdk_client.py"]),
+                    exclude: ["gateway_sdk_client.py", "parse_metrics.py"]),
         .testTarget(name: "XRPCGatewayTests", dependencies: [
             "XRPCGateway", "RPCServer", "JSONRPC", "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),

@@ -77,13 +77,14 @@ public struct Daemon: Sendable {
             await store.close()
             throw DaemonStartupError(String(describing: error))
         }
+        let metrics = DaemonMetrics()
         let environment = SessionEnvironment(
-            store: store, http: callHTTP,
+            store: store, http: TimedHTTP(base: callHTTP),
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
                                     client: oauthClient, timeout: configuration.upstreamTimeout, now: { Date() }),
             rules: configuration.lifecycleRules, upstreamTimeout: configuration.upstreamTimeout, logger: logger,
-            now: { Date() }, schedule: { id, due, server in scheduler.note(id, due, server: server) })
+            now: { Date() }, schedule: { id, due, server in scheduler.note(id, due, server: server) }, metrics: metrics)
         let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
         store.health.observe { [events = environment.events] outage in
             if let outage {
@@ -117,7 +118,8 @@ public struct Daemon: Sendable {
                                   try await accounts.pdsChanged(of: session, from: used)
                               }, streaming: http)
         let routes = GatewayRoutes(proxy: proxy, logger: logger)
-        let gatewayConfiguration = GatewayServer.Configuration()
+        var gatewayConfiguration = GatewayServer.Configuration()
+        gatewayConfiguration.refused = { metrics.gatewayRefused(reason: $0.reason) }
         let gateway = gatewayListener.map { gatewayListener in
             GatewayServer(listener: .unix(gatewayListener.listener), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
@@ -126,11 +128,17 @@ public struct Daemon: Sendable {
             GatewayServer(listener: .loopback(host: address.host, port: address.port), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
         }
+        // Prometheus text on a socket of its own (the daemon's user only, like the others).
+        let metricsServer = configuration.metricsSocketPath.map { path in
+            GatewayServer(listener: .unix(.path(path)), configuration: gatewayConfiguration,
+                          handler: MetricsRoutes(metrics: metrics, environment: environment), logger: logger)
+        }
         let methods = DaemonMethods(
             accounts: accounts,
             proxy: proxy,
             info: DaemonInfo(socketPath: listener.path, gatewaySocketPath: gatewayListener?.path,
-                             loopbackGateway: loopbackGateway, stateDirectory: stateDirectory.url.path, startedAt: Date()),
+                             loopbackGateway: loopbackGateway, metricsSocketPath: configuration.metricsSocketPath,
+                             stateDirectory: stateDirectory.url.path, startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)
         let server = RPCServer(
             listener: listener.listener,
@@ -147,7 +155,7 @@ public struct Daemon: Sendable {
                 SchedulerService(scheduler: scheduler, accounts: accounts),
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
-            ] + [gateway, loopbackGateway].compactMap { $0.map(GatewayService.init) } + [
+            ] + [gateway, loopbackGateway, metricsServer].compactMap { $0.map(GatewayService.init) } + [
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
@@ -165,6 +173,7 @@ public struct Daemon: Sendable {
             "socket": "\(listener.path)", "socketActivated": "\(listener.activated)",
             "gateway": "\(gatewayListener.map { $0.path + ($0.activated ? " (activated)" : "") } ?? "off")",
             "gatewayListen": "\(configuration.gatewayListen?.description ?? "off")",
+            "metrics": "\(configuration.metricsSocketPath ?? "off")",
             "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
         ])

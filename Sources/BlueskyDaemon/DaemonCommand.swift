@@ -20,6 +20,8 @@ public struct DaemonOverrides: Sendable {
     public var gatewaySocket: String?
     /// A loopback `host:port` for the gateway ("" turns it off).
     public var gatewayListen: String?
+    /// The metrics socket ("" turns it off).
+    public var metricsSocket: String?
     public var logLevel: String?
     public var logTarget: String?
     public var nameservers: [String] = []
@@ -47,6 +49,7 @@ extension DaemonConfiguration {
         if let v = overrides.stateDirectory { configuration.stateDirectory = v }
         if let v = overrides.socketPath { configuration.socketPath = v }
         if let v = overrides.gatewaySocket { configuration.gatewaySocket = v }
+        if let v = overrides.metricsSocket { configuration.metricsSocket = v }
         if let v = overrides.gatewayListen {
             configuration.gatewayListen = try parseGatewayListen(v, key: "--gateway-listen", file: nil, line: nil)
         }

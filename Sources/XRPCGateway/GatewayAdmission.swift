@@ -74,6 +74,16 @@ public enum GatewayRefusal: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The reason in metrics: `other-user`, `unknown-peer`, `browser` or `host`.
+    public var reason: String {
+        switch self {
+        case .unknownPeer: "unknown-peer"
+        case .otherUser: "other-user"
+        case .browser: "browser"
+        case .badHost: "host"
+        }
+    }
+
     /// The stable name in the XRPC error body.
     public var name: String {
         switch self {

@@ -15,6 +15,7 @@ struct GatewayConnection: Sendable {
     let admission: GatewayAdmission
     /// Bodies up to this many bytes are held whole; larger ones, or of unknown length, stream.
     let wholeBodyLimit: Int
+    let refused: (@Sendable (GatewayRefusal) -> Void)?
     let isShuttingDown: @Sendable () -> Bool
     let logger: Logger
 
@@ -38,6 +39,7 @@ struct GatewayConnection: Sendable {
             logger.notice("gateway refused a request", metadata: [
                 "reason": "\(refusal)", "pid": "\(peer.flatMap { $0.pid > 0 ? String($0.pid) : nil } ?? "?")",
             ])
+            refused?(refusal)
             try await write(refusal.response, for: head, keepAlive: false)
             return false
         }

@@ -20,6 +20,8 @@ public final class GatewayServer: Sendable {
         /// How long requests in flight may take to finish after a shutdown begins.
         public var shutdownGracePeriod: Duration = .seconds(5)
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        /// Told of each request refused at the door (for metrics).
+        public var refused: (@Sendable (GatewayRefusal) -> Void)?
 
         public init(wholeBodyLimit: Int = 1 << 20, allowedUID: UInt32 = UInt32(getuid()),
                     shutdownGracePeriod: Duration = .seconds(5)) {
@@ -74,7 +76,7 @@ public final class GatewayServer: Sendable {
                 // On TCP, `Host` must name the port listened on.
                 let admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort)
                 await GatewayConnection(channel: accepted.channel, peer: accepted.peer, handler: handler, admission: admission,
-                                        wholeBodyLimit: configuration.wholeBodyLimit,
+                                        wholeBodyLimit: configuration.wholeBodyLimit, refused: configuration.refused,
                                         isShuttingDown: context.isShuttingDown, logger: logger).serve()
             })
     }

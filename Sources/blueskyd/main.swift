@@ -29,6 +29,8 @@ struct Blueskyd: AsyncParsableCommand {
     var gatewaySocket: String?
     @Option(help: "Also serve the XRPC gateway on this loopback address, e.g. 127.0.0.1:9583.")
     var gatewayListen: String?
+    @Option(help: "The metrics socket path (default: metrics.sock beside the socket; \"\" turns it off).")
+    var metricsSocket: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(help: "Where logs go: journal, console, or auto (the journal when stderr is connected to it).") var logTarget: String?
     @Option(help: "DNS server for handle lookups, host or host:port (repeatable).") var nameserver: [String] = []
@@ -43,6 +45,7 @@ struct Blueskyd: AsyncParsableCommand {
         overrides.socketPath = socket
         overrides.gatewaySocket = gatewaySocket
         overrides.gatewayListen = gatewayListen
+        overrides.metricsSocket = metricsSocket
         overrides.logLevel = logLevel
         overrides.logTarget = logTarget
         overrides.nameservers = nameserver

@@ -37,10 +37,14 @@ final class SessionEnvironment: Sendable {
     /// Where an account's due date goes (the scheduler's inbox): never awaited, so that a
     /// session's state and the date it tells arrive in the same order.
     let schedule: @Sendable (UUID, AccountLifecycle.Due, _ server: String) -> Void
+    /// Where refreshes and calls are counted (nil in tests that do not look).
+    let metrics: DaemonMetrics?
 
     init(store: any AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
          rules: AccountLifecycle.Rules, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,
-         schedule: @escaping @Sendable (UUID, AccountLifecycle.Due, String) -> Void, events: EventHub = EventHub()) {
+         schedule: @escaping @Sendable (UUID, AccountLifecycle.Due, String) -> Void, events: EventHub = EventHub(),
+         metrics: DaemonMetrics? = nil) {
+        self.metrics = metrics
         self.events = events
         self.store = store
         self.http = http

@@ -6,7 +6,7 @@ import TOMLKit
 extension DaemonConfiguration {
     /// The keys of the configuration file, in the order `etc/blueskyd.toml` documents them.
     static let fileKeys = [
-        "state_directory", "socket", "gateway_socket", "gateway_listen", "max_line_bytes", "max_requests_per_connection", "nameservers",
+        "state_directory", "socket", "gateway_socket", "gateway_listen", "metrics_socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
@@ -39,6 +39,7 @@ extension DaemonConfiguration {
         if let v = try reader.string("state_directory") { stateDirectory = v }
         if let v = try reader.string("socket") { socketPath = v }
         if let v = try reader.string("gateway_socket") { gatewaySocket = v }
+        if let v = try reader.string("metrics_socket") { metricsSocket = v }
         if let v = try reader.string("gateway_listen") {
             gatewayListen = try Self.parseGatewayListen(v, key: "gateway_listen", file: file, line: reader.line(of: "gateway_listen"))
         }
@@ -81,6 +82,7 @@ extension DaemonConfiguration {
         if let v = environment["BLUESKYD_STATE_DIRECTORY"], !v.isEmpty { stateDirectory = v }
         if let v = environment["BLUESKYD_SOCKET"], !v.isEmpty { socketPath = v }
         if let v = environment["BLUESKYD_GATEWAY_SOCKET"] { gatewaySocket = v }
+        if let v = environment["BLUESKYD_METRICS_SOCKET"] { metricsSocket = v }
         if let v = environment["BLUESKYD_GATEWAY_LISTEN"] {
             gatewayListen = try Self.parseGatewayListen(v, key: "BLUESKYD_GATEWAY_LISTEN", file: nil, line: nil)
         }

@@ -40,6 +40,7 @@ extension DaemonConfiguration {
         case "socket": a.socketPath == b.socketPath
         case "gateway_socket": a.gatewaySocket == b.gatewaySocket
         case "gateway_listen": a.gatewayListen == b.gatewayListen
+        case "metrics_socket": a.metricsSocket == b.metricsSocket
         case "max_line_bytes": a.maxLineBytes == b.maxLineBytes
         case "max_requests_per_connection": a.maxRequestsPerConnection == b.maxRequestsPerConnection
         case "nameservers": a.nameservers == b.nameservers

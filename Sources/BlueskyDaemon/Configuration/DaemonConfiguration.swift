@@ -17,6 +17,9 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var gatewaySocket: String?
     /// Also serve the gateway on this loopback TCP address (nil: not).
     public var gatewayListen: LoopbackAddress?
+    /// The metrics socket (Prometheus text at GET /metrics): nil puts it beside the JSON-RPC
+    /// socket (`metrics.sock`), "" turns it off.
+    public var metricsSocket: String?
     /// Longest accepted request line, in bytes.
     public var maxLineBytes: Int
     /// Requests one connection may have in flight before the daemon stops reading it.
@@ -71,10 +74,16 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var storeConnections: Int
 
     /// Where the gateway listens, or nil when it is off.
-    public var gatewaySocketPath: String? {
-        if let gatewaySocket { return gatewaySocket.isEmpty ? nil : gatewaySocket }
+    public var gatewaySocketPath: String? { besideSocket(gatewaySocket, name: "xrpc.sock") }
+
+    /// Where the metrics are served, or nil when they are not.
+    public var metricsSocketPath: String? { besideSocket(metricsSocket, name: "metrics.sock") }
+
+    /// `setting` as given ("" meaning off), or `name` in the JSON-RPC socket's directory.
+    private func besideSocket(_ setting: String?, name: String) -> String? {
+        if let setting { return setting.isEmpty ? nil : setting }
         let directory = (socketPath as NSString).deletingLastPathComponent
-        return (directory.isEmpty ? "." : directory) + "/xrpc.sock"
+        return (directory.isEmpty ? "." : directory) + "/" + name
     }
 
     public init(environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -82,6 +91,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         socketPath = SocketLocation.defaultPath(environment: environment)
         gatewaySocket = nil
         gatewayListen = nil
+        metricsSocket = nil
         // Room for an upload (`inputBase64`) of a 48 MB file: blobs travel inside one line.
         maxLineBytes = 64 << 20
         maxRequestsPerConnection = 64

@@ -25,11 +25,25 @@ struct GatewayRoutes: GatewayHandler {
                 // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
                 // blobs), are passed on as they come; other answers are JSON views, held whole.
                 guard upload != nil || call.nsid.hasPrefix("com.atproto.sync.") else {
-                    return Self.passedOn(try await proxy.forward(call))
+                    let answer = try await proxy.measured(.gateway, status: { $0.status }) { () async throws(DaemonError) in
+                        try await proxy.forward(call)
+                    }
+                    return Self.passedOn(answer)
                 }
-                switch try await proxy.forwardStreamed(call, upload: upload.map { ($0.chunks, $0.contentType) }) {
-                case .whole(let answer): return Self.passedOn(answer)
-                case .streamed(let answer): return Self.passedOn(answer, stallTimeout: proxy.environment.upstreamTimeout)
+                let answer: XRPCProxy.ProxiedAnswer
+                do {
+                    answer = try await proxy.forwardStreamed(call, upload: upload.map { ($0.chunks, $0.contentType) })
+                } catch {
+                    proxy.environment.metrics?.proxiedCall(front: .gateway, status: nil, total: .zero, upstream: nil)
+                    throw error
+                }
+                switch answer {
+                case .whole(let whole):
+                    proxy.environment.metrics?.proxiedCall(front: .gateway, status: whole.status, total: .zero, upstream: nil)
+                    return Self.passedOn(whole)
+                case .streamed(let streamed):
+                    proxy.environment.metrics?.proxiedCall(front: .gateway, status: streamed.status, total: .zero, upstream: nil)
+                    return Self.passedOn(streamed, stallTimeout: proxy.environment.upstreamTimeout)
                 }
             } catch {
                 return Self.response(for: error)

@@ -79,7 +79,9 @@ struct DaemonMethods: RPCMethodHandler {
     /// One proxied call, logged with its account, NSID and outcome (never its params or body).
     private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         do {
-            let result = try await proxy.call(call)
+            let result = try await proxy.measured(.jsonRPC, status: { $0["status"]?.intValue }) { () async throws(DaemonError) in
+                try await proxy.call(call)
+            }
             if call.mayWriteProfile, let status = result["status"]?.intValue, (200..<300).contains(status),
                let session = try? accounts.registry.session(call.account) {
                 accounts.refreshProfileSoon(of: session)
@@ -138,6 +140,8 @@ struct DaemonInfo: Sendable {
     let gatewaySocketPath: String?
     /// The gateway's loopback TCP listener, when configured.
     let loopbackGateway: GatewayServer?
+    /// The metrics socket, nil when off.
+    var metricsSocketPath: String? = nil
     let stateDirectory: String
     let startedAt: Date
 
@@ -151,6 +155,7 @@ struct DaemonInfo: Sendable {
             "gatewaySocket": gatewaySocketPath.map(JSONValue.string) ?? .null,
             // With the port bound, which `gateway_listen` may leave to the kernel (port 0).
             "gatewayListen": loopbackGateway.map { .string($0.boundDescription) } ?? .null,
+            "metricsSocket": metricsSocketPath.map(JSONValue.string) ?? .null,
             "stateDirectory": .string(stateDirectory),
             "startedAt": AccountView.timestamp(startedAt),
         ]

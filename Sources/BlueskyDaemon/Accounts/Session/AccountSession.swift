@@ -64,7 +64,10 @@ actor AccountSession {
         }
         recordDidChange(from: old.record, newSession: transition.newSession)
         if let due = transition.reschedule { environment.schedule(id, due, state.record.refreshServer) }
-        if let note = transition.note { log(note) }
+        if let note = transition.note {
+            log(note)
+            environment.metrics?.noted(note, kind: state.record.authKind)
+        }
         releaseActivityIfIdle()
         return transition.write
     }

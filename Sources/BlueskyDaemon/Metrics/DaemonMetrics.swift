@@ -1,0 +1,177 @@
+import AccountStoreCore
+import BlueskyHTTP
+import CoreMetrics
+import Foundation
+import Prometheus
+import Synchronization
+
+/// blueskyd's metrics, in Prometheus's naming: swift-metrics instruments made by a factory over
+/// this daemon's own registry (never the process-wide bootstrap, so that daemons in one test
+/// process keep theirs apart). No instrument carries an account: the label sets are fixed.
+final class DaemonMetrics: Sendable {
+    /// Where a proxied call came in.
+    enum Front: String, CaseIterable, Sendable {
+        case jsonRPC = "jsonrpc"
+        case gateway
+    }
+
+    /// How a refresh ended, from the lifecycle's notes.
+    enum RefreshOutcome: String, CaseIterable, Sendable {
+        /// New tokens, saved.
+        case rotated
+        /// A transient failure: retried after a backoff.
+        case transient
+        /// The session ended: needs a new login.
+        case definitive
+        /// The server rotated, the store refused the save: held and saved again.
+        case saveRefused = "save-refused"
+    }
+
+    let registry = PrometheusCollectorRegistry()
+    private let factory: PrometheusMetricsFactory
+    private let refreshes: [String: CoreMetrics.Counter]
+    private let calls: [String: CoreMetrics.Counter]
+    private let addedLatency: [Front: CoreMetrics.Timer]
+    private let refusals: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
+
+    /// Added latency buckets: 25 µs to 10 ms.
+    static let latencyBuckets: [Duration] = [25, 50, 75, 100, 150, 200, 300, 500, 1_000, 2_500, 10_000].map { .microseconds($0) }
+
+    init() {
+        var factory = PrometheusMetricsFactory(registry: registry)
+        factory.durationHistogramBuckets["blueskyd_proxy_added_latency_seconds"] = Self.latencyBuckets
+        self.factory = factory
+        var refreshes: [String: CoreMetrics.Counter] = [:]
+        for kind in AuthKind.allCases {
+            for outcome in RefreshOutcome.allCases {
+                refreshes["\(kind.rawValue)/\(outcome.rawValue)"] = CoreMetrics.Counter(
+                    label: "blueskyd_refreshes_total", dimensions: [("kind", kind.rawValue), ("outcome", outcome.rawValue)],
+                    factory: factory)
+            }
+        }
+        self.refreshes = refreshes
+        var calls: [String: CoreMetrics.Counter] = [:]
+        var addedLatency: [Front: CoreMetrics.Timer] = [:]
+        for front in Front.allCases {
+            for status in Self.statusClasses {
+                calls["\(front.rawValue)/\(status)"] = CoreMetrics.Counter(
+                    label: "blueskyd_proxied_calls_total", dimensions: [("front", front.rawValue), ("status", status)],
+                    factory: factory)
+            }
+            addedLatency[front] = CoreMetrics.Timer(label: "blueskyd_proxy_added_latency_seconds",
+                                                    dimensions: [("front", front.rawValue)], factory: factory)
+        }
+        self.calls = calls
+        self.addedLatency = addedLatency
+    }
+
+    /// A call's status as counted: the PDS's status class, or `error` when blueskyd could not
+    /// make the call (no answer from the PDS).
+    static let statusClasses = ["1xx", "2xx", "3xx", "4xx", "5xx", "error"]
+
+    static func statusClass(_ status: Int?) -> String {
+        guard let status, (100...599).contains(status) else { return "error" }
+        return "\(status / 100)xx"
+    }
+
+    /// Counts the refresh outcomes among the lifecycle's notes (the one place every change of
+    /// an account passes).
+    func noted(_ note: AccountLifecycle.Note, kind: AuthKind) {
+        let outcome: RefreshOutcome
+        switch note {
+        case .refreshed: outcome = .rotated
+        case .retrying: outcome = .transient
+        case .needsLogin: outcome = .definitive
+        case .saveRefused: outcome = .saveRefused
+        case .adoptedNewerTokens, .savedOverByAnotherHost, .movedAway, .recordAltered: return
+        }
+        refreshes["\(kind.rawValue)/\(outcome.rawValue)"]?.increment()
+    }
+
+    /// One proxied call: its PDS status (nil: blueskyd's own error), how long it took in all,
+    /// and how much of that was spent waiting on the PDS; the rest is blueskyd's added latency.
+    /// `upstream` nil: a streamed call, whose length says nothing of blueskyd (counted only).
+    func proxiedCall(front: Front, status: Int?, total: Duration, upstream: Duration?) {
+        calls["\(front.rawValue)/\(Self.statusClass(status))"]?.increment()
+        guard status != nil, let upstream else { return }
+        addedLatency[front]?.recordNanoseconds(max(0, (total - upstream).nanoseconds))
+    }
+
+    /// A request the gateway refused before reading it.
+    func gatewayRefused(reason: String) {
+        let counter = refusals.withLock { counters in
+            if let counter = counters[reason] { return counter }
+            let made = CoreMetrics.Counter(label: "blueskyd_gateway_refusals_total", dimensions: [("reason", reason)],
+                                           factory: factory)
+            counters[reason] = made
+            return made
+        }
+        counter.increment()
+    }
+
+    /// The text exposition, with the gauges read now.
+    func exposition(accounts: AccountCensus, subscribers: Int, unsavedTokens: Int) -> [UInt8] {
+        for state in AccountState.allCases {
+            registry.makeGauge(name: "blueskyd_accounts", labels: [("state", state.rawValue)],
+                               help: "Registered accounts by state").set(Double(accounts.count(state)))
+        }
+        registry.makeGauge(name: "blueskyd_event_subscribers", help: "Connections subscribed to events")
+            .set(Double(subscribers))
+        registry.makeGauge(name: "blueskyd_unsaved_rotated_tokens", help: "Accounts holding rotated tokens the store has not saved yet")
+            .set(Double(unsavedTokens))
+        return registry.emitToBuffer()
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}
+
+/// The time a proxied call spent waiting on the PDS, summed over its exchanges (a refresh and
+/// a retry make several), collected through a task-local so that the front that measures the
+/// whole call can tell blueskyd's own time from the server's.
+final class UpstreamTime: Sendable {
+    @TaskLocal static var current: UpstreamTime?
+
+    private let total = Mutex(Duration.zero)
+
+    var spent: Duration { total.withLock { $0 } }
+
+    func add(_ duration: Duration) {
+        total.withLock { $0 += duration }
+    }
+}
+
+/// The client of proxied calls, timed: each exchange's duration goes to the call's
+/// `UpstreamTime` when one is being measured.
+struct TimedHTTP: HTTPFetching {
+    let base: any HTTPFetching
+
+    func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
+        guard let upstream = UpstreamTime.current else { return try await base.send(request, timeout: timeout) }
+        let start = ContinuousClock.now
+        defer { upstream.add(ContinuousClock.now - start) }
+        return try await base.send(request, timeout: timeout)
+    }
+}
+
+extension XRPCProxy {
+    /// Runs one proxied call from `front` with its upstream time collected, then counts it: its
+    /// status class, and the latency blueskyd added (all but the exchanges with the PDS).
+    func measured<Answer>(_ front: DaemonMetrics.Front, status: (Answer) -> Int?,
+                          _ call: () async throws(DaemonError) -> Answer) async throws(DaemonError) -> Answer {
+        guard let metrics = environment.metrics else { return try await call() }
+        let upstream = UpstreamTime()
+        let start = ContinuousClock.now
+        let result: Result<Answer, DaemonError> = await UpstreamTime.$current.withValue(upstream) {
+            do throws(DaemonError) { return .success(try await call()) } catch { return .failure(error) }
+        }
+        let answer = result.map(status)
+        metrics.proxiedCall(front: front, status: (try? answer.get()) ?? nil, total: ContinuousClock.now - start,
+                            upstream: upstream.spent)
+        return try result.get()
+    }
+}

@@ -1,0 +1,22 @@
+import NIOCore
+import XRPCGateway
+
+/// The metrics socket's one route: `GET /metrics`, Prometheus's text exposition.
+struct MetricsRoutes: GatewayHandler {
+    let metrics: DaemonMetrics
+    let environment: SessionEnvironment
+
+    func respond(to request: GatewayRequest) async -> GatewayResponse {
+        guard request.path == "/metrics" else {
+            return .xrpcError(.notFound, GatewayErrorName.notFound.rawValue, "only /metrics is served here")
+        }
+        guard request.method == .GET || request.method == .HEAD else {
+            return .xrpcError(.methodNotAllowed, GatewayErrorName.methodNotSupported.rawValue, "use GET /metrics",
+                              headers: [("Allow", "GET, HEAD")])
+        }
+        let text = metrics.exposition(accounts: environment.registry.census, subscribers: environment.events.subscriberCount,
+                                      unsavedTokens: environment.unsaved.withLock { $0.count })
+        return GatewayResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                               body: ByteBuffer(bytes: text))
+    }
+}
