@@ -77,9 +77,10 @@ public struct Daemon: Sendable {
             await store.close()
             throw DaemonStartupError(String(describing: error))
         }
-        let metrics = DaemonMetrics()
+        // Counted only when someone can read them: metrics_socket = "" costs calls nothing.
+        let metrics = configuration.metricsSocketPath.map { _ in DaemonMetrics() }
         let environment = SessionEnvironment(
-            store: store, http: TimedHTTP(base: callHTTP),
+            store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
                                     client: oauthClient, timeout: configuration.upstreamTimeout, now: { Date() }),
@@ -119,7 +120,7 @@ public struct Daemon: Sendable {
                               }, streaming: http)
         let routes = GatewayRoutes(proxy: proxy, logger: logger)
         var gatewayConfiguration = GatewayServer.Configuration()
-        gatewayConfiguration.refused = { metrics.gatewayRefused(reason: $0.reason) }
+        gatewayConfiguration.refused = { metrics?.gatewayRefused(reason: $0.reason) }
         let gateway = gatewayListener.map { gatewayListener in
             GatewayServer(listener: .unix(gatewayListener.listener), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
@@ -129,9 +130,11 @@ public struct Daemon: Sendable {
                           handler: routes, logger: logger)
         }
         // Prometheus text on a socket of its own (the daemon's user only, like the others).
-        let metricsServer = configuration.metricsSocketPath.map { path in
-            GatewayServer(listener: .unix(.path(path)), configuration: gatewayConfiguration,
-                          handler: MetricsRoutes(metrics: metrics, environment: environment), logger: logger)
+        let metricsServer = configuration.metricsSocketPath.flatMap { path in
+            metrics.map { metrics in
+                GatewayServer(listener: .unix(.path(path)), configuration: gatewayConfiguration,
+                              handler: MetricsRoutes(metrics: metrics, environment: environment), logger: logger)
+            }
         }
         let methods = DaemonMethods(
             accounts: accounts,

@@ -79,6 +79,9 @@ extension BenchReport {
                 + verdict(t.meetsTarget),
         ]
         if let g = t.gateway {
+            lines.append("   then direct and the XRPC gateway, taking turns the same way:")
+            lines.append("   direct (HTTPS to the PDS):  median \(format(Statistics.median(g.directRounds) ?? 0, 0)) calls/s   rounds: "
+                + g.directRounds.map { format($0, 0) }.joined(separator: ", "))
             lines.append("   through the XRPC gateway:   median \(format(g.median, 0)) calls/s   rounds: "
                 + g.rounds.map { format($0, 0) }.joined(separator: ", "))
             lines.append("   ratio gateway/direct: \(format(g.ratio, 2))   target ≥ \(format(ThroughputResult.targetRatio, 2))   "

@@ -60,9 +60,11 @@ struct ThroughputResult: Codable, Sendable {
 struct GatewayThroughput: Codable, Sendable {
     var rounds: [Double]
     var median: Double
-    /// median / the direct side's median.
+    /// median / the median of its own direct rounds.
     var ratio: Double
     var failures: Int
+    /// The direct rounds these took turns with (a pass of their own).
+    var directRounds: [Double] = []
 
     var meetsTarget: Bool { ratio >= ThroughputResult.targetRatio }
 }

@@ -29,78 +29,73 @@ struct SideBySide {
     /// The account the gateway side calls for; nil leaves the gateway out.
     var gatewayDID: String?
 
-    /// Which way a call goes.
-    enum Side: String, CaseIterable {
-        case direct, daemon, gateway
-    }
-
-    /// The sides measured, in their first round's order.
-    private var sides: [Side] { gatewayDID == nil ? [.direct, .daemon] : [.direct, .daemon, .gateway] }
-
-    /// The sides in round `index`'s order: each round starts one further along (ABBA for two),
-    /// so a drift over the run weighs on every side alike.
-    private func order(_ index: Int) -> [Side] {
-        let all = sides
-        return (0..<all.count).map { all[(index + $0) % all.count] }
-    }
-
     private func gatewayEndpoint(group: any EventLoopGroup) async throws -> GatewayEndpoint? {
         guard let did = gatewayDID else { return nil }
         return try await GatewayEndpoint.connect(socketPath: daemon.gatewaySocketPath, did: did, group: group)
     }
 
     func throughput(direct: any DirectBenchEndpoint) async throws -> ThroughputResult {
+        let directSide: [any BenchEndpoint] = Array(repeating: direct, count: options.connections)
         var daemonEndpoints: [DaemonEndpoint] = []
-        var gatewayEndpoints: [GatewayEndpoint] = []
         for _ in 0..<options.connections {
             daemonEndpoints.append(try await DaemonEndpoint.connect(
                 socketPath: daemon.socketPath, requestLine: requestLine, group: group))
+        }
+        // One pair at a time, as for latency: the JSON-RPC socket against direct calls, then the
+        // gateway against direct calls of its own (three sides in one rotation lowered the
+        // JSON-RPC side's ratio by a few hundredths).
+        let first = await pair(directSide, daemonEndpoints, name: "daemon")
+        for endpoint in daemonEndpoints { await endpoint.close() }
+        let directMedian = Statistics.median(first.direct) ?? 0
+        let daemonMedian = Statistics.median(first.other) ?? 0
+        var result = ThroughputResult(
+            nsid: benchNSID, connections: options.connections, inFlightPerConnection: 1,
+            roundSeconds: options.roundSeconds, directRounds: first.direct, daemonRounds: first.other,
+            directMedian: directMedian, daemonMedian: daemonMedian,
+            ratio: directMedian > 0 ? daemonMedian / directMedian : 0,
+            directFailures: first.directFailures, daemonFailures: first.otherFailures, firstError: first.firstError,
+            daemonRSSAfterLoadKiB: ProcessMemory.read(pid: daemon.pid)?.rssKiB)
+        guard gatewayDID != nil else { return result }
+        var gatewayEndpoints: [GatewayEndpoint] = []
+        for _ in 0..<options.connections {
             if let gateway = try await gatewayEndpoint(group: group) { gatewayEndpoints.append(gateway) }
         }
-        let endpoints: [Side: [any BenchEndpoint]] = [
-            .direct: Array(repeating: direct, count: options.connections), .daemon: daemonEndpoints,
-            .gateway: gatewayEndpoints,
-        ]
-        let loop = group.next()
+        let second = await pair(directSide, gatewayEndpoints, name: "gateway")
+        for endpoint in gatewayEndpoints { await endpoint.close() }
+        let gatewayDirect = Statistics.median(second.direct) ?? 0
+        let gatewayMedian = Statistics.median(second.other) ?? 0
+        result.gateway = GatewayThroughput(rounds: second.other, median: gatewayMedian,
+                                           ratio: gatewayDirect > 0 ? gatewayMedian / gatewayDirect : 0,
+                                           failures: second.otherFailures, directRounds: second.direct)
+        return result
+    }
 
-        progress.say("\(prefix)throughput: warming up \(sides.map(\.rawValue).joined(separator: ", ")) (\(format(options.warmupSeconds, 1)) s each)")
-        var rounds: [Side: [Double]] = [:]
-        var failures: [Side: Int] = [:]
-        var firstError: String?
-        for side in sides {
-            let warm = await ClosedLoopLoad.measure(endpoints: endpoints[side] ?? [], seconds: 0.1,
-                                                    rampSeconds: options.warmupSeconds, loop: loop)
-            failures[side, default: 0] += warm.failed
-            firstError = firstError ?? warm.firstError
-        }
+    /// Rounds of `direct` and `other` taking turns (ABBA), after a warm-up of each.
+    private func pair(_ direct: [any BenchEndpoint], _ other: [any BenchEndpoint], name: String) async
+        -> (direct: [Double], other: [Double], directFailures: Int, otherFailures: Int, firstError: String?)
+    {
+        let loop = group.next()
+        progress.say("\(prefix)throughput: warming up direct and \(name) (\(format(options.warmupSeconds, 1)) s each)")
+        let warmDirect = await ClosedLoopLoad.measure(endpoints: direct, seconds: 0.1, rampSeconds: options.warmupSeconds, loop: loop)
+        let warmOther = await ClosedLoopLoad.measure(endpoints: other, seconds: 0.1, rampSeconds: options.warmupSeconds, loop: loop)
+        var result = (direct: [Double](), other: [Double](), directFailures: warmDirect.failed, otherFailures: warmOther.failed,
+                      firstError: warmDirect.firstError ?? warmOther.firstError)
         for round in 0..<options.rounds {
-            for side in order(round) {
+            for isDirect in round % 2 == 0 ? [true, false] : [false, true] {
                 let measured = await ClosedLoopLoad.measure(
-                    endpoints: endpoints[side] ?? [], seconds: options.roundSeconds, rampSeconds: 0.3, loop: loop)
-                rounds[side, default: []].append(measured.callsPerSecond)
-                failures[side, default: 0] += measured.failed
-                firstError = firstError ?? measured.firstError
-                progress.say("\(prefix)throughput round \(round + 1)/\(options.rounds) \(side.rawValue): "
+                    endpoints: isDirect ? direct : other, seconds: options.roundSeconds, rampSeconds: 0.3, loop: loop)
+                if isDirect {
+                    result.direct.append(measured.callsPerSecond)
+                    result.directFailures += measured.failed
+                } else {
+                    result.other.append(measured.callsPerSecond)
+                    result.otherFailures += measured.failed
+                }
+                result.firstError = result.firstError ?? measured.firstError
+                progress.say("\(prefix)throughput round \(round + 1)/\(options.rounds) \(isDirect ? "direct" : name): "
                     + "\(format(measured.callsPerSecond, 0)) calls/s")
             }
         }
-        let directMedian = Statistics.median(rounds[.direct] ?? []) ?? 0
-        let daemonMedian = Statistics.median(rounds[.daemon] ?? []) ?? 0
-        var result = ThroughputResult(
-            nsid: benchNSID, connections: options.connections, inFlightPerConnection: 1,
-            roundSeconds: options.roundSeconds, directRounds: rounds[.direct] ?? [], daemonRounds: rounds[.daemon] ?? [],
-            directMedian: directMedian, daemonMedian: daemonMedian,
-            ratio: directMedian > 0 ? daemonMedian / directMedian : 0,
-            directFailures: failures[.direct] ?? 0, daemonFailures: failures[.daemon] ?? 0, firstError: firstError,
-            daemonRSSAfterLoadKiB: ProcessMemory.read(pid: daemon.pid)?.rssKiB)
-        if let gatewayRounds = rounds[.gateway] {
-            let median = Statistics.median(gatewayRounds) ?? 0
-            result.gateway = GatewayThroughput(rounds: gatewayRounds, median: median,
-                                               ratio: directMedian > 0 ? median / directMedian : 0,
-                                               failures: failures[.gateway] ?? 0)
-        }
-        for endpoint in daemonEndpoints { await endpoint.close() }
-        for endpoint in gatewayEndpoints { await endpoint.close() }
         return result
     }
 

@@ -25,13 +25,19 @@ struct GatewayRoutes: GatewayHandler {
                 // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
                 // blobs), are passed on as they come; other answers are JSON views, held whole.
                 guard upload != nil || call.nsid.hasPrefix("com.atproto.sync.") else {
-                    let answer = try await proxy.measured(.gateway, status: { $0.status }) { () async throws(DaemonError) in
-                        try await proxy.forward(call)
+                    let (upstream, start) = (proxy.upstreamTime, ContinuousClock.now)
+                    let answer: InboundResponse
+                    do throws(DaemonError) {
+                        answer = try await proxy.forward(call, upstream: upstream)
+                    } catch {
+                        proxy.count(.gateway, status: nil, since: start, upstream: upstream)
+                        throw error
                     }
+                    proxy.count(.gateway, status: answer.status, since: start, upstream: upstream)
                     return Self.passedOn(answer)
                 }
                 let answer: XRPCProxy.ProxiedAnswer
-                do {
+                do throws(DaemonError) {
                     answer = try await proxy.forwardStreamed(call, upload: upload.map { ($0.chunks, $0.contentType) })
                 } catch {
                     proxy.environment.metrics?.proxiedCall(front: .gateway, status: nil, total: .zero, upstream: nil)

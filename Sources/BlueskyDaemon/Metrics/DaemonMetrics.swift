@@ -131,11 +131,9 @@ extension Duration {
 }
 
 /// The time a proxied call spent waiting on the PDS, summed over its exchanges (a refresh and
-/// a retry make several), collected through a task-local so that the front that measures the
-/// whole call can tell blueskyd's own time from the server's.
+/// a retry make several), so that the front that measures the whole call can tell blueskyd's
+/// own time from the server's.
 final class UpstreamTime: Sendable {
-    @TaskLocal static var current: UpstreamTime?
-
     private let total = Mutex(Duration.zero)
 
     var spent: Duration { total.withLock { $0 } }
@@ -145,13 +143,12 @@ final class UpstreamTime: Sendable {
     }
 }
 
-/// The client of proxied calls, timed: each exchange's duration goes to the call's
-/// `UpstreamTime` when one is being measured.
+/// A client whose exchanges are timed into one call's `UpstreamTime`.
 struct TimedHTTP: HTTPFetching {
     let base: any HTTPFetching
+    let upstream: UpstreamTime
 
     func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
-        guard let upstream = UpstreamTime.current else { return try await base.send(request, timeout: timeout) }
         let start = ContinuousClock.now
         defer { upstream.add(ContinuousClock.now - start) }
         return try await base.send(request, timeout: timeout)
@@ -159,19 +156,13 @@ struct TimedHTTP: HTTPFetching {
 }
 
 extension XRPCProxy {
-    /// Runs one proxied call from `front` with its upstream time collected, then counts it: its
-    /// status class, and the latency blueskyd added (all but the exchanges with the PDS).
-    func measured<Answer>(_ front: DaemonMetrics.Front, status: (Answer) -> Int?,
-                          _ call: () async throws(DaemonError) -> Answer) async throws(DaemonError) -> Answer {
-        guard let metrics = environment.metrics else { return try await call() }
-        let upstream = UpstreamTime()
-        let start = ContinuousClock.now
-        let result: Result<Answer, DaemonError> = await UpstreamTime.$current.withValue(upstream) {
-            do throws(DaemonError) { return .success(try await call()) } catch { return .failure(error) }
-        }
-        let answer = result.map(status)
-        metrics.proxiedCall(front: front, status: (try? answer.get()) ?? nil, total: ContinuousClock.now - start,
-                            upstream: upstream.spent)
-        return try result.get()
+    /// Counts one proxied call from `front` that started at `start`: its status class, and the
+    /// latency blueskyd added (all but `upstream`, its exchanges with the PDS).
+    func count(_ front: DaemonMetrics.Front, status: Int?, since start: ContinuousClock.Instant, upstream: UpstreamTime?) {
+        environment.metrics?.proxiedCall(front: front, status: status, total: ContinuousClock.now - start,
+                                         upstream: upstream?.spent)
     }
+
+    /// A fresh collector when metrics are kept, else nil (no cost).
+    var upstreamTime: UpstreamTime? { environment.metrics == nil ? nil : UpstreamTime() }
 }

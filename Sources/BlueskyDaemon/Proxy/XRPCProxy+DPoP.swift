@@ -8,26 +8,29 @@ import XRPC
 /// on a nonce challenge (inside `DPoPResourceClient`), and one refresh-and-retry when the PDS
 /// refuses the token.
 extension XRPCProxy {
-    func callWithDPoP(_ request: XRPCRequest, credentials: AccountSession.CallCredentials, session: AccountSession)
+    func callWithDPoP(_ request: XRPCRequest, credentials: AccountSession.CallCredentials, session: AccountSession,
+                      upstream: UpstreamTime? = nil)
         async throws(DaemonError) -> (response: InboundResponse, refusedAfterRefresh: Bool)
     {
         guard case .dpop(let token, let key, let did) = credentials else { throw .internalError("not a DPoP session") }
-        var response = try await sendDPoP(request, token: token, key: key, did: did, session: session)
+        var response = try await sendDPoP(request, token: token, key: key, did: did, session: session, upstream: upstream)
         guard Self.isRefusedToken(response), !Self.isAccountDeactivated(response) else { return (response, false) }
         let fresh = try await session.replaceExpired(token: token)
-        response = try await sendDPoP(request, token: fresh, key: key, did: did, session: session)
+        response = try await sendDPoP(request, token: fresh, key: key, did: did, session: session, upstream: upstream)
         return (response, Self.isRefusedToken(response))
     }
 
     private func sendDPoP(_ request: XRPCRequest, token: String, key: DPoPKey, did: String,
-                          session: AccountSession) async throws(DaemonError) -> InboundResponse {
+                          session: AccountSession, upstream: UpstreamTime?) async throws(DaemonError) -> InboundResponse {
         let oauth = environment.oauth
         let outbound = request.outbound(authorization: nil)
         let origin = (try? HTTPTargetURI(outbound.url))?.origin ?? ""
         let before = oauth.nonces.nonce(account: did, origin: origin)
         let response: InboundResponse
         do {
-            response = try await oauth.resourceClient(http: environment.http)
+            // Timed inside the client: the proof's signing is blueskyd's time, the exchange the PDS's.
+            let http: any HTTPFetching = upstream.map { TimedHTTP(base: environment.http, upstream: $0) } ?? environment.http
+            response = try await oauth.resourceClient(http: http)
                 .send(outbound, accessToken: token, dpopKey: key, account: did, timeout: environment.upstreamTimeout)
         } catch {
             throw .upstreamUnavailable(error.description)

@@ -23,19 +23,20 @@ struct XRPCProxy: Sendable {
         "content-type", "atproto-content-labelers", "atproto-repo-rev",
     ]
 
-    func call(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
-        Self.result(of: try await forward(call))
+    func call(_ call: XRPCCall, upstream: UpstreamTime? = nil) async throws(DaemonError) -> JSONValue {
+        Self.result(of: try await forward(call, upstream: upstream))
     }
 
     /// The PDS's answer to `call`, made for its account (the gateway passes it on as it is).
-    func forward(_ call: XRPCCall) async throws(DaemonError) -> InboundResponse {
+    /// - Parameter upstream: collects the time spent in exchanges with the PDS (for metrics).
+    func forward(_ call: XRPCCall, upstream: UpstreamTime? = nil) async throws(DaemonError) -> InboundResponse {
         let session = try registry.session(call.account)
-        var answer = try await send(call, session: session)
+        var answer = try await send(call, session: session, upstream: upstream)
         // A token refused right after a refresh, or the reference PDS's answer for an account
         // that migrated away: the DID document may name another PDS, where the call is made once.
         if answer.refusedAfterRefresh || Self.isAccountDeactivated(answer.response),
            try await pdsChanged(session, answer.pds) {
-            answer = try await send(call, session: session)
+            answer = try await send(call, session: session, upstream: upstream)
         }
         return answer.response
     }
@@ -47,7 +48,7 @@ struct XRPCProxy: Sendable {
     }
 
     /// One call at the account's current PDS, with one refresh-and-retry when the token is refused.
-    private func send(_ call: XRPCCall, session: AccountSession) async throws(DaemonError)
+    private func send(_ call: XRPCCall, session: AccountSession, upstream: UpstreamTime?) async throws(DaemonError)
         -> (response: InboundResponse, refusedAfterRefresh: Bool, pds: URL)
     {
         let (credentials, pds) = try await session.callTarget()
@@ -56,17 +57,22 @@ struct XRPCProxy: Sendable {
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
         if let labelers = call.acceptLabelers { request.headers.append(("atproto-accept-labelers", labelers)) }
         guard case .bearer(let token) = credentials else {
-            let (response, refused) = try await callWithDPoP(request, credentials: credentials, session: session)
+            let (response, refused) = try await callWithDPoP(request, credentials: credentials, session: session,
+                                                             upstream: upstream)
             return (response, refused, pds)
         }
-        var response = try await send(request, token: token)
+        var response = try await send(request, token: token, upstream: upstream)
         guard Self.isExpiredToken(response) else { return (response, false, pds) }
         let fresh = try await session.replaceExpired(token: token)
-        response = try await send(request, token: fresh)
+        response = try await send(request, token: fresh, upstream: upstream)
         return (response, Self.isExpiredToken(response), pds)
     }
 
-    private func send(_ request: XRPCRequest, token: String) async throws(DaemonError) -> InboundResponse {
+    private func send(_ request: XRPCRequest, token: String, upstream: UpstreamTime?) async throws(DaemonError)
+        -> InboundResponse
+    {
+        let started = upstream.map { _ in ContinuousClock.now }
+        defer { if let upstream, let started { upstream.add(ContinuousClock.now - started) } }
         do {
             return try await environment.http.send(request.outbound(authorization: "Bearer \(token)"),
                                                    timeout: environment.upstreamTimeout)
