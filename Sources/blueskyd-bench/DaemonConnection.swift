@@ -2,6 +2,22 @@ import Foundation
 import NIOCore
 import NIOPosix
 
+/// The promises of the requests in flight on one connection, completed in order (blueskyd's
+/// sockets answer a connection's requests in order), all failed when the connection ends.
+/// Completing a promise runs its callbacks at once, which may write the next request (and
+/// append here): each is taken out first, and completed outside the mutation.
+final class PendingAnswers<Value: Sendable> {
+    private var waiting = CircularBuffer<EventLoopPromise<Value>>()
+
+    func append(_ promise: EventLoopPromise<Value>) { waiting.append(promise) }
+
+    func succeedFirst(_ value: Value) { waiting.popFirst()?.succeed(value) }
+
+    func failAll(_ error: any Error) {
+        while let promise = waiting.popFirst() { promise.fail(error) }
+    }
+}
+
 /// A request line for the daemon and the promise its reply line completes.
 struct PendingReply: Sendable {
     let line: ByteBuffer
@@ -15,7 +31,7 @@ final class ReplyLineHandler: ChannelDuplexHandler {
     typealias OutboundIn = PendingReply
     typealias OutboundOut = ByteBuffer
 
-    private var waiting = CircularBuffer<EventLoopPromise<ByteBuffer>>()
+    private let waiting = PendingAnswers<ByteBuffer>()
     private var partial: ByteBuffer?
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -36,27 +52,23 @@ final class ReplyLineHandler: ChannelDuplexHandler {
             guard let newline = view.firstIndex(of: UInt8(ascii: "\n")) else { break }
             let line = buffer.readSlice(length: newline - view.startIndex)!
             buffer.moveReaderIndex(forwardBy: 1)
-            waiting.popFirst()?.succeed(line)
+            waiting.succeedFirst(line)
         }
         if buffer.readableBytes > 0 { partial = buffer }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        failAll(ChannelError.eof)
+        waiting.failAll(ChannelError.eof)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failAll(error)
+        waiting.failAll(error)
         context.close(promise: nil)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        failAll(ChannelError.ioOnClosedChannel)
-    }
-
-    private func failAll(_ error: any Error) {
-        while let promise = waiting.popFirst() { promise.fail(error) }
+        waiting.failAll(ChannelError.ioOnClosedChannel)
     }
 
     /// Connects to blueskyd's socket, with this handler framing the replies.

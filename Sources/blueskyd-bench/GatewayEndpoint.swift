@@ -15,7 +15,7 @@ final class GatewayAnswerHandler: ChannelDuplexHandler {
     typealias OutboundIn = PendingGatewayRequest
     typealias OutboundOut = HTTPClientRequestPart
 
-    private var waiting = CircularBuffer<EventLoopPromise<Bool>>()
+    private let waiting = PendingAnswers<Bool>()
     private var status: HTTPResponseStatus?
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -30,27 +30,23 @@ final class GatewayAnswerHandler: ChannelDuplexHandler {
         case .head(let head): status = head.status
         case .body: break
         case .end:
-            waiting.popFirst()?.succeed(status == .ok)
+            waiting.succeedFirst(status == .ok)
             status = nil
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        failAll(ChannelError.eof)
+        waiting.failAll(ChannelError.eof)
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        failAll(error)
+        waiting.failAll(error)
         context.close(promise: nil)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        failAll(ChannelError.ioOnClosedChannel)
-    }
-
-    private func failAll(_ error: any Error) {
-        while let promise = waiting.popFirst() { promise.fail(error) }
+        waiting.failAll(ChannelError.ioOnClosedChannel)
     }
 }
 
