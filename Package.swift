@@ -167,7 +167,8 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"],
                     exclude: ["gateway_sdk_client.py", "parse_metrics.py"]),
         .testTarget(name: "XRPCGatewayTests", dependencies: [
-            "XRPCGateway", "RPCServer", "JSONRPC", "BlueskyHTTP", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "XRPCGateway", "RPCServer", "JSONRPC", "BlueskyHTTP", "BlueskyTesting",
+            .product(name: "NIOHTTP1", package: "swift-nio"),
         ] + nio),
         .testTarget(name: "BskyCtlKitTests", dependencies: ["BskyCtlKit", "JSONRPC"]),
 

@@ -120,7 +120,7 @@ struct SystemdIntegrationTests {
         #expect(info["gatewaySocket"]?.stringValue == gateway, "\(info)")
         // Not curl: Foundation does not reap a child the test starts while a launcher it started
         // runs (curl stays a zombie, unnoticed).
-        let health = try await UnixSocketHTTP.get(socketPath: gateway, "/xrpc/_health")
+        let health = try await RawHTTPExchange.get(socketPath: gateway, "/xrpc/_health")
         #expect(health.hasPrefix("HTTP/1.1 200 OK") && health.contains("\"version\""), "\(health)")
 
         #expect(await daemon.stop() == 0, "\(daemon.log)")

@@ -1,4 +1,5 @@
 import BlueskyHTTP
+import BlueskyTesting
 import Foundation
 import Synchronization
 import Logging
@@ -73,18 +74,7 @@ import Testing
 
     /// Sends `text` on a new connection and reads until the server closes it.
     func exchange(_ path: String, _ text: String) async throws -> String {
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connect(unixDomainSocketPath: path) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
-                }
-            }
-        return try await channel.executeThenClose { inbound, outbound in
-            try await outbound.write(ByteBuffer(string: text))
-            var received = ""
-            for try await chunk in inbound { received += String(buffer: chunk) }
-            return received
-        }
+        try await RawHTTPExchange.exchange(socketPath: path, text)
     }
 
     @Test func answersRequestsOneAfterAnotherOnOneConnection() async throws {

@@ -25,15 +25,9 @@ struct GatewayRoutes: GatewayHandler {
                 // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
                 // blobs), are passed on as they come; other answers are JSON views, held whole.
                 guard upload != nil || call.nsid.hasPrefix("com.atproto.sync.") else {
-                    let (upstream, start) = (proxy.upstreamTime, ContinuousClock.now)
-                    let answer: InboundResponse
-                    do throws(DaemonError) {
-                        answer = try await proxy.forward(call, upstream: upstream)
-                    } catch {
-                        proxy.count(.gateway, status: nil, since: start, upstream: upstream)
-                        throw error
+                    let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
+                        try await proxy.forward(call, upstream: upstream)
                     }
-                    proxy.count(.gateway, status: answer.status, since: start, upstream: upstream)
                     return Self.passedOn(answer)
                 }
                 let answer: XRPCProxy.ProxiedAnswer

@@ -79,15 +79,9 @@ struct DaemonMethods: RPCMethodHandler {
     /// One proxied call, logged with its account, NSID and outcome (never its params or body).
     private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
         do throws(DaemonError) {
-            let (upstream, start) = (proxy.upstreamTime, ContinuousClock.now)
-            let result: JSONValue
-            do throws(DaemonError) {
-                result = try await proxy.call(call, upstream: upstream)
-            } catch {
-                proxy.count(.jsonRPC, status: nil, since: start, upstream: upstream)
-                throw error
+            let result = try await proxy.counted(.jsonRPC, status: { $0["status"]?.intValue }) { upstream async throws(DaemonError) in
+                try await proxy.call(call, upstream: upstream)
             }
-            proxy.count(.jsonRPC, status: result["status"]?.intValue, since: start, upstream: upstream)
             if call.mayWriteProfile, let status = result["status"]?.intValue, (200..<300).contains(status),
                let session = try? accounts.registry.session(call.account) {
                 accounts.refreshProfileSoon(of: session)

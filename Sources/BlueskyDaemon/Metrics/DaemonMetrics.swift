@@ -163,6 +163,19 @@ extension XRPCProxy {
                                          upstream: upstream?.spent)
     }
 
-    /// A fresh collector when metrics are kept, else nil (no cost).
-    var upstreamTime: UpstreamTime? { environment.metrics == nil ? nil : UpstreamTime() }
+    /// Runs one proxied call from `front` and counts it: `call` gets the collector of its time
+    /// with the PDS (nil when metrics are off: no cost), `status` reads the answer's status.
+    func counted<Answer>(_ front: DaemonMetrics.Front, status: (Answer) -> Int?,
+                         _ call: (UpstreamTime?) async throws(DaemonError) -> Answer) async throws(DaemonError) -> Answer {
+        let upstream = environment.metrics == nil ? nil : UpstreamTime()
+        let start = ContinuousClock.now
+        do {
+            let answer = try await call(upstream)
+            count(front, status: status(answer), since: start, upstream: upstream)
+            return answer
+        } catch {
+            count(front, status: nil, since: start, upstream: upstream)
+            throw error
+        }
+    }
 }

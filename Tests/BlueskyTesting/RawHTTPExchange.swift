@@ -3,7 +3,7 @@ import NIOPosix
 
 /// One HTTP/1.1 exchange over a Unix socket, as raw text: for tests where running curl is
 /// not possible (a child process started by a launcher the test also started).
-public enum UnixSocketHTTP {
+public enum RawHTTPExchange {
     /// Sends `request` (its own `Connection: close` included) and returns everything the
     /// server wrote until it closed the connection.
     public static func exchange(socketPath: String, _ request: String) async throws -> String {
