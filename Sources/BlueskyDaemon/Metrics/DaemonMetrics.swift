@@ -110,7 +110,9 @@ final class DaemonMetrics: Sendable {
     }
 
     /// The text exposition, with the gauges read now.
-    func exposition(accounts: AccountCensus, subscribers: Int, unsavedTokens: Int) -> [UInt8] {
+    /// - Parameter outage: the store's current outage (when it began, writes refused since).
+    func exposition(accounts: AccountCensus, subscribers: Int, unsavedTokens: Int,
+                    outage: (since: Date, failedWrites: Int)? = nil, now: Date = Date()) -> [UInt8] {
         for state in AccountState.allCases {
             registry.makeGauge(name: "blueskyd_accounts", labels: [("state", state.rawValue)],
                                help: "Registered accounts by state").set(Double(accounts.count(state)))
@@ -119,6 +121,10 @@ final class DaemonMetrics: Sendable {
             .set(Double(subscribers))
         registry.makeGauge(name: "blueskyd_unsaved_rotated_tokens", help: "Accounts holding rotated tokens the store has not saved yet")
             .set(Double(unsavedTokens))
+        registry.makeGauge(name: "blueskyd_store_outage_seconds", help: "How long the account store has refused writes (0: it takes them)")
+            .set(outage.map { max(0, now.timeIntervalSince($0.since)) } ?? 0)
+        registry.makeGauge(name: "blueskyd_store_outage_failed_writes", help: "Writes the store refused during the current outage")
+            .set(Double(outage?.failedWrites ?? 0))
         return registry.emitToBuffer()
     }
 }

@@ -14,8 +14,10 @@ struct MetricsRoutes: GatewayHandler {
             return .xrpcError(.methodNotAllowed, GatewayErrorName.methodNotSupported.rawValue, "use GET /metrics",
                               headers: [("Allow", "GET, HEAD")])
         }
+        let outage = environment.store.health.outage
         let text = metrics.exposition(accounts: environment.registry.census, subscribers: environment.events.subscriberCount,
-                                      unsavedTokens: environment.unsaved.withLock { $0.count })
+                                      unsavedTokens: environment.unsaved.withLock { $0.count },
+                                      outage: outage.map { ($0.since, $0.failedWrites) })
         return GatewayResponse(status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
                                body: ByteBuffer(bytes: text))
     }
