@@ -40,10 +40,25 @@ public struct StreamedAnswer: Sendable {
     /// `Content-Length`, when the server gave it.
     public var length: Int? { header("content-length").flatMap(Int.init) }
 
-    /// The whole answer, for a small one (an error body) that must be read before deciding.
-    public func collected(upTo limit: Int) async throws -> InboundResponse {
-        var buffer = try await body.collect(upTo: limit)
-        return InboundResponse(status: status, headers: headers, body: buffer.readBytes(length: buffer.readableBytes) ?? [])
+    /// The whole answer, for a small one (an error body) that must be read before deciding,
+    /// read within `timeout`: a body that stalls after its head is given up (the read is
+    /// cancelled, which closes the connection).
+    public func collected(upTo limit: Int, timeout: Duration) async throws -> InboundResponse {
+        let body = self.body
+        let bytes = try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
+            group.addTask {
+                var buffer = try await body.collect(upTo: limit)
+                return buffer.readBytes(length: buffer.readableBytes) ?? []
+            }
+            group.addTask {
+                try await Task.sleep(for: timeout)
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await group.next() ?? nil
+        }
+        guard let bytes else { throw AnswerBodyTimedOut(timeout: timeout) }
+        return InboundResponse(status: status, headers: headers, body: bytes)
     }
 }
 
@@ -137,4 +152,10 @@ public final class ProgressMark: Sendable {
     public var silence: Duration {
         ContinuousClock.now - last.withLock { $0 }
     }
+}
+
+/// A streamed answer's body did not come within its deadline.
+public struct AnswerBodyTimedOut: Error, CustomStringConvertible {
+    public var timeout: Duration
+    public var description: String { "the answer's body did not come within \(timeout)" }
 }

@@ -96,6 +96,8 @@ struct GatewayConnection: Sendable {
                 while let chunk = try await chunks.next() {
                     progress.touch()
                     if !skipBody { try await connection.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(chunk))) }
+                    // A client that reads slowly is not a stalled server: its writes count as progress.
+                    progress.touch()
                 }
                 try await connection.writeAndFlush(HTTPServerResponsePart.end(nil))
             }

@@ -55,4 +55,37 @@ struct GatewayStreamingTests {
                     "peak \(after.peak / 1024) MiB after, RSS \(before.rss / 1024) MiB before (peak before \(before.peak / 1024) MiB)")
         }
     }
+
+    @Test("a PDS that stalls after the head: an error answer read to classify it, and a streamed answer, each end within the deadline")
+    func stalledAnswers() async throws {
+        try await EndToEndFixture.with(names: ["alice"], daemonConfigFile: { _ in "upstream_timeout_seconds = 3\n" }) { fixture in
+            try await fixture.loginAll()
+            let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+            let socket = fixture.daemon.gatewaySocketPath
+            let upload = try await GatewayTests.curl(socket, "/xrpc/com.atproto.repo.uploadBlob", [
+                "-H", "Content-Type: image/png", "--data-binary", String(repeating: "x", count: 4096),
+            ])
+            let cid = try #require(upload.json?["blob"]?["ref"]?["$link"]?.stringValue, "\(upload.body)")
+            let target = AnswerTarget.xrpc("com.atproto.sync.getBlob")
+
+            // 400 BlobNotFound, its head and half its body, then silence for a minute.
+            testbed.shapeAnswers(at: target, .stallAfterHalfBody(.seconds(60)), count: 1)
+            var started = ContinuousClock.now
+            let refused = try await GatewayTests.curl(socket, "/xrpc/com.atproto.sync.getBlob?did=\(alice.did)&cid=bafkreinone")
+            #expect(ContinuousClock.now - started < .seconds(10), "given up within the 3 s deadline, not after the stall")
+            #expect(refused.status == 502 && refused.error == "UpstreamUnavailable", "\(refused.status) \(refused.body)")
+
+            // The blob itself, passed on as it comes: cut off when the rest does not come.
+            testbed.shapeAnswers(at: target, .stallAfterHalfBody(.seconds(60)), count: 1)
+            started = ContinuousClock.now
+            let cut = try await GatewayTests.curl(socket, "/xrpc/com.atproto.sync.getBlob?did=\(alice.did)&cid=\(cid)")
+            #expect(ContinuousClock.now - started < .seconds(10))
+            #expect(cut.status == 200 && cut.body.count < 4096, "the head came, then the answer ended early: \(cut.body.count) bytes")
+
+            // Nothing else is held up: the next call goes through.
+            let next = try await GatewayTests.curl(socket, "/xrpc/com.atproto.sync.getBlob?did=\(alice.did)&cid=\(cid)")
+            #expect(next.status == 200 && next.body.count == 4096)
+        }
+    }
 }
+

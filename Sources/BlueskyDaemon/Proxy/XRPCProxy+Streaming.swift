@@ -54,7 +54,7 @@ extension XRPCProxy {
         guard answer.status == 400 || answer.status == 401 else { return .streamed(answer) }
         let refusal: InboundResponse
         do {
-            refusal = try await answer.collected(upTo: Self.errorBodyLimit)
+            refusal = try await answer.collected(upTo: Self.errorBodyLimit, timeout: environment.upstreamTimeout)
         } catch {
             throw .upstreamUnavailable("the PDS's answer (\(answer.status)) could not be read: \(error)")
         }
