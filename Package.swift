@@ -36,6 +36,8 @@ let package = Package(
     targets: [
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
         .target(name: "ATSyntax"),
+        // atproto's permission syntax: OAuth scopes and blueskyd's client policies.
+        .target(name: "ATPermissions"),
         // What every layer spells alike, with no dependencies: base64url, URL origins.
         .target(name: "WebBasics"),
         // Outbound HTTPS: one client, trust anchors, the plain-http policy.
@@ -86,7 +88,7 @@ let package = Package(
         .target(name: "SystemdGlue", dependencies: ["CSystemd", logging]),
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
-            "ATSyntax", "ATIdentity", "BlueskyHTTP", "XRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
+            "ATSyntax", "ATPermissions", "ATIdentity", "BlueskyHTTP", "XRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
             "XRPCGateway", "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -145,6 +147,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ] + nio),
 
+        .testTarget(name: "ATPermissionsTests", dependencies: ["ATPermissions"]),
         .testTarget(name: "ATSyntaxTests", dependencies: ["ATSyntax"], resources: [.copy("Fixtures")]),
         .testTarget(name: "ATIdentityTests", dependencies: ["ATIdentity", "BlueskyTesting"]),
         .testTarget(name: "AccountStoreTests", dependencies: [
