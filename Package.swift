@@ -90,6 +90,7 @@ let package = Package(
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATPermissions", "ATIdentity", "BlueskyHTTP", "XRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
             "XRPCGateway", "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             .product(name: "TOMLKit", package: "TOMLKit"),

@@ -34,6 +34,8 @@ public struct OAuthStats: Sendable, Equatable {
     public var authenticatedResourceCalls = 0
     /// PDS calls refused with `invalid_token` (expired, revoked, foreign or malformed tokens).
     public var invalidTokenRejections = 0
+    /// Calls refused for a scope the session was not granted (403 ScopeMissingError).
+    public var scopeRefusals = 0
     /// DPoP proofs refused, by the reference server's message (e.g. "Invalid DPoP key binding",
     /// "DPoP htu mismatch"). Missing or stale nonces are counted as challenges instead.
     public var dpopRejections: [String: Int] = [:]

@@ -71,6 +71,7 @@ extension PDSService {
             throw Self.dpopRefusal(error.oauthError == "invalid_dpop_proof" ? "invalid_dpop_proof" : "invalid_token",
                                    error.description)
         }
+        try checkScope(claims.scope, did: did, request: request)
         oauth.metrics.record(did: did) { $0.authenticatedResourceCalls += 1 }
         let recorded = RecordedDPoPRequest(proof: proof ?? "", method: request.method.rawValue, htu: served + request.path,
                                            accessToken: token, boundThumbprint: claims.thumbprint)

@@ -22,7 +22,7 @@ extension Daemon {
     func socketListener() throws -> DaemonListener {
         let passed: SocketActivation.Descriptor?
         do {
-            passed = try SocketActivation.listeningSocket(named: "blueskyd", others: [Self.gatewaySocketName])
+            passed = try SocketActivation.listeningSocket(named: "blueskyd", others: otherSocketNames)
         } catch {
             throw ListenerError(description: error.description)
         }
@@ -48,6 +48,31 @@ extension Daemon {
     /// FileDescriptorName= of blueskyd-xrpc.socket.
     static let gatewaySocketName = "xrpc"
 
+    /// The names of the sockets systemd may pass besides the main one: the gateway's and each
+    /// `[[client]]`'s.
+    var otherSocketNames: Set<String> {
+        Set([Self.gatewaySocketName] + configuration.clients.flatMap { [$0.name, $0.gatewayDescriptorName] })
+    }
+
+    /// A `[[client]]` socket: the one systemd passed under `name`, or `path` bound by the server;
+    /// nil when the client has no such socket.
+    func clientListener(named name: String, path: String?) throws -> DaemonListener? {
+        let passed: SocketActivation.Descriptor?
+        do {
+            passed = try SocketActivation.listeningSocket(named: name, orOnly: false)
+        } catch {
+            throw ListenerError(description: error.description)
+        }
+        guard let passed else { return path.map { DaemonListener(listener: .path($0), path: $0, activated: false) } }
+        guard passed.isListeningUnixStream else {
+            throw ListenerError(description: """
+                socket activation: descriptor \(passed.fd) ('\(passed.name)') is not a listening Unix stream socket; \
+                use ListenStream= with a path in its .socket unit
+                """)
+        }
+        return DaemonListener(listener: .inheritedDescriptor(passed.fd),
+                              path: passed.boundPath ?? "(inherited descriptor \(passed.fd))", activated: true)
+    }
     /// The socket named "xrpc" that systemd passed, or the configured gateway path; nil when
     /// the gateway is off (and systemd passed it no socket).
     func gatewayListener() throws -> DaemonListener? {

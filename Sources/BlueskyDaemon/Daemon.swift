@@ -118,9 +118,11 @@ public struct Daemon: Sendable {
                               pdsChanged: { session, used async throws(DaemonError) in
                                   try await accounts.pdsChanged(of: session, from: used)
                               }, streaming: http)
-        let routes = GatewayRoutes(proxy: proxy, logger: logger)
+        let tokens = GatewayTokens()
+        let routes = GatewayRoutes(proxy: proxy, logger: logger, tokens: tokens)
         var gatewayConfiguration = GatewayServer.Configuration()
         gatewayConfiguration.refused = { metrics?.gatewayRefused(reason: $0.reason) }
+        gatewayConfiguration.vouchedFor = { head in GatewayCaller(head).token.map { tokens.policy(of: $0) != nil } ?? false }
         let gateway = gatewayListener.map { gatewayListener in
             GatewayServer(listener: .unix(gatewayListener.listener), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
@@ -142,7 +144,9 @@ public struct Daemon: Sendable {
             info: DaemonInfo(socketPath: listener.path, gatewaySocketPath: gatewayListener?.path,
                              loopbackGateway: loopbackGateway, metricsSocketPath: configuration.metricsSocketPath,
                              stateDirectory: stateDirectory.url.path, startedAt: Date()),
-            isStopping: { stopping.load(ordering: .relaxed) }, logger: logger)
+            isStopping: { stopping.load(ordering: .relaxed) }, logger: logger, tokens: tokens)
+        let clientServers = try clientServers(methods: methods, routes: routes, gatewayConfiguration: gatewayConfiguration)
+        let tokenFile = try writeGatewayTokenFile(tokens: tokens)
         let server = RPCServer(
             listener: listener.listener,
             configuration: .init(maxLineBytes: configuration.maxLineBytes,
@@ -158,7 +162,7 @@ public struct Daemon: Sendable {
                 SchedulerService(scheduler: scheduler, accounts: accounts),
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
-            ] + [gateway, loopbackGateway, metricsServer].compactMap { $0.map(GatewayService.init) } + [
+            ] + [gateway, loopbackGateway, metricsServer].compactMap { $0.map(GatewayService.init) } + clientServers + [
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
@@ -176,6 +180,7 @@ public struct Daemon: Sendable {
             "socket": "\(listener.path)", "socketActivated": "\(listener.activated)",
             "gateway": "\(gatewayListener.map { $0.path + ($0.activated ? " (activated)" : "") } ?? "off")",
             "gatewayListen": "\(configuration.gatewayListen?.description ?? "off")",
+            "gatewayTokenFile": "\(tokenFile ?? "none")", "clients": "\(configuration.clients.count)",
             "metrics": "\(configuration.metricsSocketPath ?? "off")",
             "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",

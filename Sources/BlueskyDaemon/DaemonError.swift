@@ -24,6 +24,10 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
     case notConfidentialClient
     /// `events.subscribe` on a connection that already streams events.
     case alreadySubscribed
+    /// A client's policy refused the call: its name, the rule, the permission needed.
+    case policyDenied(client: String, rule: String, permission: String)
+    /// The server refused the call for a scope the OAuth session lacks.
+    case scopeMissing(account: UUID, scope: String, reason: String)
 
     public var description: String { rpcError.message }
 
@@ -63,6 +67,11 @@ public enum DaemonError: Error, Sendable, CustomStringConvertible {
             RPCError(.alreadySubscribed)
         case .notConfidentialClient:
             RPCError(.notConfidentialClient)
+        case .policyDenied(let client, let rule, let permission):
+            RPCError(.policyDenied, [.client: .string(client), .rule: .string(rule), .permission: .string(permission)])
+        case .scopeMissing(let account, let scope, let reason):
+            RPCError(.scopeMissing, [.account: .string(account.uuidString.lowercased()), .scope: .string(scope),
+                                     .reason: .string(reason)])
         }
     }
 }

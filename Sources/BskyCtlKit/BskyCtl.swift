@@ -29,7 +29,7 @@ public struct BskyCtl: ParsableCommand {
               64  usage error: bad arguments, options, or input
               69  blueskyd is not reachable: no socket, connection refused,
                   or it is shutting down
-              77  permission denied: the socket or the daemon refused this user
+              77  permission denied: the socket or the daemon refused this user, or its policy the request
 
             Errors are one line on stderr, starting with "bskyctl: ".
 
@@ -43,7 +43,7 @@ public struct BskyCtl: ParsableCommand {
         subcommands: [
             AccountsCommand.self, LoginCommand.self, LogoutCommand.self, UseCommand.self,
             RefreshCommand.self, ProxyCommand.self, CallCommand.self, StatusCommand.self,
-            ClientMetadataCommand.self, EventsCommand.self, MetricsCommand.self,
+            ClientMetadataCommand.self, EventsCommand.self, MetricsCommand.self, ExecCommand.self,
         ]
     )
 
@@ -61,6 +61,9 @@ public enum BskyCtlMain {
             var command = try BskyCtl.parseAsRoot(movingLeadingConnectionOptions(given))
             try command.run()
             exit(ExitStatus.success.rawValue)
+        } catch let code as ExitCode {
+            // `bskyctl exec` ends with its program's status, and says nothing more.
+            exit(code.rawValue)
         } catch let failure as CtlFailure {
             Console.printError(failure.message)
             exit(failure.status.rawValue)

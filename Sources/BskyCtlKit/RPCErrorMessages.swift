@@ -74,10 +74,12 @@ extension CtlFailure {
             return "a bug in blueskyd: please report it"
         case .notConfidentialClient:
             return "see blueskyd.toml(5)"
+        case .policyDenied:
+            return "the policy is in blueskyd.toml ([[client]]) or given to bskyctl exec --policy"
         case .oauthLoginTimeout:
             return "start again with: bskyctl login \(context.identifier ?? "<handle>")"
         case .parseError, .invalidRequest, .lineTooLong, .emptyBatch, .invalidParams, .permissionDenied,
-             .alreadySubscribed, .oauthLoginNotFound, .oauthInvalidIdentifier, .oauthMetadataInvalid,
+             .alreadySubscribed, .scopeMissing, .oauthLoginNotFound, .oauthInvalidIdentifier, .oauthMetadataInvalid,
              .oauthStateUnknown, .oauthStateReused, .oauthIssuerMismatch, .oauthCallbackInvalid,
              .oauthAuthorizationDenied, .oauthSubjectMismatch, .oauthTokenResponseInvalid,
              .oauthIssuerNotAuthoritative, .oauthServerRefused, .oauthServerUnavailable,

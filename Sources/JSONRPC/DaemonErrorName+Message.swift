@@ -35,6 +35,10 @@ extension DaemonErrorName {
             return "blueskyd is not configured as a confidential OAuth client (oauth_client_auth = \"private_key_jwt\"), so it has no signing key"
         case .alreadySubscribed:
             return "this connection is already subscribed to events; call events.unsubscribe first"
+        case .policyDenied:
+            return "client \(text(.client)) may not make this call: it needs \(text(.permission)), which its \(text(.rule)) does not allow"
+        case .scopeMissing:
+            return "account \(text(.account)) lacks the OAuth scope \(text(.scope)) (\(text(.reason))); add it with: bskyctl login --upgrade \(text(.account)) --scope '+\(text(.scope))'"
         case .oauthLoginNotFound: return "no OAuth login in progress has the id \(text(.loginID))"
         case .oauthInvalidIdentifier: return "'\(text(.identifier))' is neither a handle, a DID nor an http(s) URL"
         case .oauthMetadataInvalid: return "the server's OAuth metadata is unusable: \(text(.detail))"

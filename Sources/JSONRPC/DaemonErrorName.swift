@@ -27,6 +27,10 @@ public enum DaemonErrorName: String, Sendable, CaseIterable, Hashable {
     case shuttingDown = "ShuttingDown"
     case notConfidentialClient = "NotConfidentialClient"
     case alreadySubscribed = "AlreadySubscribed"
+    /// A client's policy does not allow the call (a restricted socket or gateway token).
+    case policyDenied = "PolicyDenied"
+    /// The server refused the call for a scope the account's OAuth session lacks.
+    case scopeMissing = "ScopeMissing"
 
     // OAuth logins that failed (all code -32010).
     case oauthLoginNotFound = "OAuthLoginNotFound"
@@ -72,11 +76,19 @@ public enum DaemonErrorName: String, Sendable, CaseIterable, Hashable {
         case expected, actual
         /// The issuer that granted an OAuth login's tokens.
         case issuer
+        /// The client a policy belongs to (its `[[client]]` name, or the program of a gateway token).
+        case client
+        /// The part of the policy that refused: `policy = "…"` or `accounts = […]`.
+        case rule
+        /// The permission the call needed, in atproto's syntax.
+        case permission
+        /// The OAuth scope a server said the session lacks.
+        case scope
 
         /// Whether the field is sent in the error's `data`.
         public var isData: Bool {
             switch self {
-            case .account, .reason, .retryAfter, .method, .field: true
+            case .account, .reason, .retryAfter, .method, .field, .client, .rule, .permission, .scope: true
             case .detail, .limit, .loginID, .identifier, .expected, .actual, .issuer: false
             }
         }
@@ -102,6 +114,8 @@ public enum DaemonErrorName: String, Sendable, CaseIterable, Hashable {
         case .shuttingDown: -32009
         case .notConfidentialClient: -32011
         case .alreadySubscribed: -32012
+        case .policyDenied: -32013
+        case .scopeMissing: -32014
         case .oauthLoginNotFound, .oauthInvalidIdentifier, .oauthMetadataInvalid, .oauthStateUnknown,
              .oauthStateReused, .oauthIssuerMismatch, .oauthCallbackInvalid, .oauthAuthorizationDenied,
              .oauthSubjectMismatch, .oauthTokenResponseInvalid, .oauthIssuerNotAuthoritative, .oauthServerRefused,
@@ -123,6 +137,8 @@ public enum DaemonErrorName: String, Sendable, CaseIterable, Hashable {
         case .accountNotFound, .accountExists: [.account]
         case .needsLogin: [.account, .reason]
         case .authenticationFailed, .identityResolutionFailed: [.reason]
+        case .policyDenied: [.client, .rule, .permission]
+        case .scopeMissing: [.account, .scope, .reason]
         case .upstreamUnavailable: [.reason, .retryAfter]
         case .oauthLoginNotFound: [.loginID]
         case .oauthInvalidIdentifier: [.identifier]
@@ -153,7 +169,7 @@ public enum DaemonErrorName: String, Sendable, CaseIterable, Hashable {
     /// (EX_USAGE) for arguments the daemon found bad, else 1: the request failed.
     public var exitStatus: Int32 {
         switch self {
-        case .permissionDenied: 77
+        case .permissionDenied, .policyDenied: 77
         case .shuttingDown: 69
         case .invalidParams: 64
         default: 1

@@ -18,6 +18,8 @@ public final class RPCStreamOutlet: @unchecked Sendable {
     private var pump: CheckedContinuation<(any RPCNotificationStream)?, Never>?
     /// Waiting until the current stream is done with (`stop()`, the end of the connection).
     private var streamDoneWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Run once when the connection closes.
+    private var closeActions: [@Sendable () -> Void] = []
 
     init() {}
 
@@ -104,16 +106,28 @@ public final class RPCStreamOutlet: @unchecked Sendable {
         }
     }
 
+    /// Runs `action` when the connection closes (at once if it has): what a request ties to
+    /// its connection's life (a gateway token) ends with it, however the client left.
+    public func whenClosed(_ action: @escaping @Sendable () -> Void) {
+        let runNow = lock.withLock {
+            if closed { return true }
+            closeActions.append(action)
+            return false
+        }
+        if runNow { action() }
+    }
+
     /// The connection is closing: cancels the stream and releases the pump and every waiter.
     func close() {
-        let (cancelled, pump, waiters) = lock.withLock {
+        let (cancelled, pump, waiters, actions) = lock.withLock {
             closed = true
-            defer { (stream, startsAfter, self.pump, streamDoneWaiters) = (nil, nil, nil, []) }
-            return (stream, self.pump, streamDoneWaiters)
+            defer { (stream, startsAfter, self.pump, streamDoneWaiters, closeActions) = (nil, nil, nil, [], []) }
+            return (stream, self.pump, streamDoneWaiters, closeActions)
         }
         cancelled?.cancel()
         pump?.resume(returning: nil)
         waiters.forEach { $0.resume() }
+        actions.forEach { $0() }
     }
 
     /// Must hold the lock: starts the pending stream once its request's reply is out.

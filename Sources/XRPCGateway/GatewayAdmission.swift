@@ -17,16 +17,23 @@ public struct GatewayAdmission: Sendable {
     public var allowedUID: UInt32
     /// The loopback port for a TCP listener: `Host` must then name it (or no port).
     public var port: Int?
+    /// Whether a request whose sender's uid cannot be read carries a local token that vouches
+    /// for it (one only the daemon's user can read).
+    public var vouchedFor: (@Sendable (HTTPRequestHead) -> Bool)?
 
-    public init(allowedUID: UInt32, port: Int? = nil) {
+    public init(allowedUID: UInt32, port: Int? = nil, vouchedFor: (@Sendable (HTTPRequestHead) -> Bool)? = nil) {
         self.allowedUID = allowedUID
         self.port = port
+        self.vouchedFor = vouchedFor
     }
 
     /// Why `head` from `peer` is refused, or nil when it is admitted.
     public func refusal(of head: HTTPRequestHead, peer: PeerCredentials?) -> GatewayRefusal? {
-        guard let peer else { return .unknownPeer }
-        guard peer.uid == allowedUID else { return .otherUser(uid: peer.uid) }
+        if let peer {
+            guard peer.uid == allowedUID else { return .otherUser(uid: peer.uid) }
+        } else {
+            guard vouchedFor?(head) == true else { return .unknownPeer }
+        }
         if head.headers.contains(name: "origin") { return .browser(header: "Origin") }
         if head.headers.contains(name: "referer") { return .browser(header: "Referer") }
         let hosts = head.headers["host"]

@@ -7,4 +7,6 @@ public enum GatewayErrorName: String, Sendable, CaseIterable {
     case notFound = "NotFound"
     /// A method other than GET, HEAD or POST, or an event stream (subscription): 405 / 501.
     case methodNotSupported = "MethodNotSupported"
+    /// A local gateway token (`bskyctl exec`'s) that was revoked, or never issued: 401.
+    case gatewayTokenInvalid = "GatewayTokenInvalid"
 }

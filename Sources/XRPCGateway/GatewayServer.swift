@@ -22,6 +22,9 @@ public final class GatewayServer: Sendable {
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
         /// Told of each request refused at the door (for metrics).
         public var refused: (@Sendable (GatewayRefusal) -> Void)?
+        /// Whether a request from a loopback client whose uid cannot be read carries a local
+        /// token (from a file only the daemon's user can read).
+        public var vouchedFor: (@Sendable (HTTPRequestHead) -> Bool)?
 
         public init(wholeBodyLimit: Int = 1 << 20, allowedUID: UInt32 = UInt32(getuid()),
                     shutdownGracePeriod: Duration = .seconds(5)) {
@@ -74,7 +77,8 @@ public final class GatewayServer: Sendable {
             channelOf: { $0.channel.channel },
             serve: { accepted, context in
                 // On TCP, `Host` must name the port listened on.
-                let admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort)
+                let admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort,
+                                                 vouchedFor: configuration.vouchedFor)
                 await GatewayConnection(channel: accepted.channel, peer: accepted.peer, handler: handler, admission: admission,
                                         wholeBodyLimit: configuration.wholeBodyLimit, refused: configuration.refused,
                                         isShuttingDown: context.isShuttingDown, logger: logger).serve()

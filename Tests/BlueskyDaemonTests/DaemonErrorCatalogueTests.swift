@@ -35,6 +35,12 @@ struct DaemonErrorCatalogueTests {
         case .shuttingDown: (DaemonError.shuttingDown.rpcError, ["shutting down"])
         case .notConfidentialClient: (DaemonError.notConfidentialClient.rpcError, ["private_key_jwt"])
         case .alreadySubscribed: (DaemonError.alreadySubscribed.rpcError, ["events.unsubscribe"])
+        case .policyDenied:
+            (DaemonError.policyDenied(client: "reader", rule: "policy = \"read\"", permission: "repo:app.bsky.feed.post?action=create").rpcError,
+             ["reader", "policy = \"read\"", "repo:app.bsky.feed.post?action=create"])
+        case .scopeMissing:
+            (DaemonError.scopeMissing(account: account, scope: "repo:app.bsky.feed.post?action=delete", reason: "Missing required scope").rpcError,
+             ["0b9d66f0-0000-4000-8000-000000000000", "repo:app.bsky.feed.post?action=delete", "--upgrade"])
         case .oauthLoginNotFound: oauth(.loginNotFound("L1"), ["L1"])
         case .oauthInvalidIdentifier: oauth(.invalidIdentifier("n o"), ["'n o'"])
         case .oauthMetadataInvalid: oauth(.metadataInvalid("not https"), ["not https"])

@@ -17,7 +17,7 @@ struct RPCErrorLineTests {
 
     /// The statuses scripts rely on; every other name exits 1.
     static let statuses: [DaemonErrorName: BskyCtlKit.ExitStatus] = [
-        .permissionDenied: .permissionDenied, .shuttingDown: .daemonUnavailable, .invalidParams: .usage,
+        .permissionDenied: .permissionDenied, .policyDenied: .permissionDenied, .shuttingDown: .daemonUnavailable, .invalidParams: .usage,
     ]
 
     @Test("the line holds the daemon's message; the exit status is the catalogue's", arguments: DaemonErrorName.allCases)

@@ -67,6 +67,7 @@ extension DaemonConfiguration {
         case "host_name": a.hostName == b.hostName
         case "lease_seconds": a.leaseDuration == b.leaseDuration
         case "store_connections": a.storeConnections == b.storeConnections
+        case "client": a.clients == b.clients
         default: preconditionFailure("fileKeys and reloadPlan disagree about '\(key)'")
         }
     }

@@ -72,6 +72,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var leaseDuration: Duration
     /// Connections to the shared store for queries.
     public var storeConnections: Int
+    /// Restricted clients: sockets of their own, held to a policy (`[[client]]`).
+    public var clients: [ClientSettings] = []
 
     /// Where the gateway listens, or nil when it is off.
     public var gatewaySocketPath: String? { besideSocket(gatewaySocket, name: "xrpc.sock") }

@@ -12,6 +12,8 @@ enum EventKind: String, Sendable, CaseIterable {
     case accountHandleChanged = "account.handleChanged"
     case accountSessionEndingSoon = "account.sessionEndingSoon"
     case accountProfileUpdated = "account.profileUpdated"
+    /// A server refused a call for a scope the OAuth session lacks.
+    case accountNeedsScope = "account.needsScope"
     case accountDefaultChanged = "account.defaultChanged"
     case loginCompleted = "login.completed"
     case loginFailed = "login.failed"

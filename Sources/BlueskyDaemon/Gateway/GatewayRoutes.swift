@@ -1,4 +1,5 @@
 import BlueskyHTTP
+import Foundation
 import BlueskydVersion
 import JSONRPC
 import Logging
@@ -12,15 +13,50 @@ import XRPCGateway
 struct GatewayRoutes: GatewayHandler {
     let proxy: XRPCProxy
     let logger: Logger
+    /// The policy of the socket served (a `[[client]]`'s gateway socket); nil on the main one.
+    var client: ClientPolicy? = nil
+    var tokens: GatewayTokens = GatewayTokens()
 
     func respond(to request: GatewayRequest) async -> GatewayResponse {
+        var request = request
+        let caller = GatewayCaller(uri: request.uri, headers: request.headers)
+        var policies: [ClientPolicy] = client.map { [$0] } ?? []
+        if let token = caller.token {
+            guard let policy = tokens.policy(of: token) else {
+                return .xrpcError(.unauthorized, GatewayErrorName.gatewayTokenInvalid.rawValue,
+                                  "this gateway token was revoked (its program exited) or never issued")
+            }
+            request.uri = caller.uri
+            policies.append(policy)
+        }
         switch XRPCRoute.of(request) {
         case .refused(let refusal):
             return refusal
         case .health:
             let body = JSONValue.object(["version": .string(blueskydVersion)]).encoded()
             return GatewayResponse(status: .ok, headers: [("Content-Type", "application/json")], body: ByteBuffer(bytes: body))
-        case .call(let call, let upload):
+        case .call(var call, let upload):
+            var account: UUID?
+            do throws(DaemonError) {
+                // Each policy in turn: the socket's, then the token's; each may fix the account.
+                for policy in policies where policy != .unrestricted {
+                    let session = try policy.account(call.account, in: proxy.registry)
+                    try policy.check(call, uploadType: upload?.contentType)
+                    call.account = session.id.uuidString
+                    account = session.id
+                }
+            } catch {
+                return Self.response(for: error)
+            }
+            let journal = WriteJournal(logger: logger)
+            let client = policies.last
+            let response = await forward(call, upload: upload)
+            journal.record(call, account: account, peer: request.peer, client: client, outcome: String(response.status.code))
+            return response
+        }
+    }
+
+    private func forward(_ call: XRPCCall, upload: XRPCRoute.Upload?) async -> GatewayResponse {
             do throws(DaemonError) {
                 // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
                 // blobs), are passed on as they come; other answers are JSON views, held whole.
@@ -40,6 +76,7 @@ struct GatewayRoutes: GatewayHandler {
                 switch answer {
                 case .whole(let whole):
                     proxy.environment.metrics?.proxiedCall(front: .gateway, status: whole.status, total: .zero, upstream: nil)
+                    try await proxy.checkScope(whole, call: call, session: try proxy.registry.session(call.account))
                     return Self.passedOn(whole)
                 case .streamed(let streamed):
                     proxy.environment.metrics?.proxiedCall(front: .gateway, status: streamed.status, total: .zero, upstream: nil)
@@ -48,7 +85,6 @@ struct GatewayRoutes: GatewayHandler {
             } catch {
                 return Self.response(for: error)
             }
-        }
     }
 
     /// The PDS's answer with the headers a client reads: its media type, rate limits,
@@ -90,7 +126,7 @@ struct GatewayRoutes: GatewayHandler {
         switch name {
         case .invalidParams, .invalidRequest, .accountNotFound, .noDefaultAccount: .badRequest
         case .needsLogin, .authenticationFailed: .unauthorized
-        case .permissionDenied: .forbidden
+        case .permissionDenied, .policyDenied, .scopeMissing: .forbidden
         case .upstreamUnavailable, .identityResolutionFailed: .badGateway
         case .shuttingDown: .serviceUnavailable
         default: .internalServerError

@@ -8,7 +8,13 @@ extension DaemonMethods {
     func subscribe(_ params: Params, context: RPCCallContext) throws(DaemonError) -> JSONValue {
         try params.allowOnly(["kinds", "accounts", "since"])
         guard let outlet = context.streams else { throw .internalError("this connection cannot stream events") }
-        let filter = EventFilter(kinds: try Self.kinds(params), accounts: try Self.stringList(params, "accounts"))
+        var named = try Self.stringList(params, "accounts")
+        if let client, let allowed = client.accounts {
+            // A restricted client hears of its own accounts only.
+            for reference in named ?? [] { _ = try client.account(reference, in: accounts.registry) }
+            named = named ?? allowed
+        }
+        let filter = EventFilter(kinds: try Self.kinds(params), accounts: named)
         let since = try Self.sequenceNumber(params, "since")
         guard !outlet.hasStream else { throw .alreadySubscribed }
         guard let (subscription, latest) = events.subscribe(filter, since: since) else { throw .shuttingDown }

@@ -13,6 +13,11 @@ struct DaemonMethods: RPCMethodHandler {
     let isStopping: @Sendable () -> Bool
     var events: EventHub { accounts.environment.events }
     let logger: Logger
+    /// The policy of the socket served (a `[[client]]` socket); nil on the main socket.
+    var client: ClientPolicy? = nil
+    /// Tokens `gateway.issueToken` hands out for the gateway.
+    var tokens: GatewayTokens = GatewayTokens()
+    var journal: WriteJournal { WriteJournal(logger: logger) }
 
     func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError> {
         do {
@@ -25,6 +30,7 @@ struct DaemonMethods: RPCMethodHandler {
     private func dispatch(_ request: RPCRequest, context: RPCCallContext) async throws(DaemonError) -> JSONValue {
         if isStopping() { throw .shuttingDown }
         let params = try Params(request.params)
+        if let client, !Self.restrictedMethods.contains(request.method) { throw client.refuseManagement(request.method) }
         switch request.method {
         case "daemon.info":
             try params.allowOnly([])
@@ -35,7 +41,7 @@ struct DaemonMethods: RPCMethodHandler {
         case "accounts.list":
             try params.allowOnly([])
             var views: [(Date, JSONValue)] = []
-            for session in accounts.registry.allSessions {
+            for session in accounts.registry.allSessions where client?.allows(session, in: accounts.registry) ?? true {
                 views.append((await session.record.createdAt, await session.view()))
             }
             return ["accounts": .array(views.sorted { $0.0 < $1.0 }.map(\.1))]
@@ -70,14 +76,30 @@ struct DaemonMethods: RPCMethodHandler {
             return try await unsubscribe(params, context: context)
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
-            return try await proxied(try XRPCCall(params: params))
+            var call = try XRPCCall(params: params)
+            var account: UUID?
+            if let client {
+                let session = try client.account(call.account, in: accounts.registry)
+                try client.check(call)
+                call.account = session.id.uuidString
+                account = session.id
+            }
+            return try await proxied(call, account: account, peer: context.peer)
+        case "gateway.issueToken", "gateway.revokeToken":
+            return try gatewayToken(request.method, params, context: context)
         default:
             throw .methodNotFound(request.method)
         }
     }
 
-    /// One proxied call, logged with its account, NSID and outcome (never its params or body).
-    private func proxied(_ call: XRPCCall) async throws(DaemonError) -> JSONValue {
+    /// The methods a restricted client (a `[[client]]` socket) may use: reading and calls.
+    static let restrictedMethods: Set<String> = [
+        "daemon.info", "daemon.status", "accounts.list", "events.subscribe", "events.unsubscribe", "xrpc.call",
+    ]
+
+    /// One proxied call, logged with its account, NSID and outcome (never its params or body);
+    /// a write also in the journal with the caller's pid and program.
+    private func proxied(_ call: XRPCCall, account: UUID?, peer: PeerCredentials) async throws(DaemonError) -> JSONValue {
         do throws(DaemonError) {
             let result = try await proxy.counted(.jsonRPC, status: { $0["status"]?.intValue }) { upstream async throws(DaemonError) in
                 try await proxy.call(call, upstream: upstream)
@@ -90,9 +112,12 @@ struct DaemonMethods: RPCMethodHandler {
             if logger.logLevel <= .debug {
                 logger.debug("xrpc call", metadata: callMetadata(call, outcome: result["status"]?.intValue.map(String.init) ?? "?"))
             }
+            journal.record(call, account: account, peer: peer, client: client,
+                           outcome: result["status"]?.intValue.map(String.init) ?? "?")
             return result
         } catch {
             logger.notice("xrpc call failed", metadata: callMetadata(call, outcome: error.rpcError.name))
+            journal.record(call, account: account, peer: peer, client: client, outcome: error.rpcError.name)
             throw error
         }
     }

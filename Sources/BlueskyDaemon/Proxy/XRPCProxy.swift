@@ -38,7 +38,34 @@ struct XRPCProxy: Sendable {
            try await pdsChanged(session, answer.pds) {
             answer = try await send(call, session: session, upstream: upstream)
         }
+        try await checkScope(answer.response, call: call, session: session)
         return answer.response
+    }
+
+    /// A refusal for a scope the session lacks becomes `ScopeMissing` and an
+    /// `account.needsScope` event (what to add with `bskyctl login --upgrade`).
+    func checkScope(_ response: InboundResponse, call: XRPCCall, session: AccountSession) async throws(DaemonError) {
+        guard response.status == 403 || response.status == 401 || response.status == 400,
+              let body = XRPCErrorBody(response: response), let scope = Self.missingScope(body) else { return }
+        await session.publish(.accountNeedsScope, fields: ["scope": .string(scope), "nsid": .string(call.nsid)])
+        throw .scopeMissing(account: session.id, scope: scope, reason: body.message ?? body.error ?? "refused")
+    }
+
+    /// The scope named by the reference PDS's `ScopeMissingError` ("Missing required scope
+    /// \"repo:…\"", or the older "Missing required scope: repo:… (or equivalent)").
+    static func missingScope(_ body: XRPCErrorBody) -> String? {
+        let message = body.message ?? ""
+        let prefix = "Missing required scope"
+        guard body.error == "ScopeMissingError" || message.hasPrefix(prefix) else { return nil }
+        var rest = Substring(message.hasPrefix(prefix) ? message.dropFirst(prefix.count) : "")
+        rest = rest.drop { $0 == ":" || $0 == " " }
+        if rest.hasPrefix("\"") {
+            rest = rest.dropFirst()
+            rest = rest.prefix { $0 != "\"" }
+        } else {
+            rest = rest.prefix { $0 != " " }
+        }
+        return rest.isEmpty ? "(unnamed)" : String(rest)
     }
 
     /// What the reference PDS answers for an account that moved away (deactivated there).

@@ -19,6 +19,13 @@ extension AccountManager {
         var receivesRedirect: Bool
     }
 
+    /// `granted` with each token of `added` not already in it, in order.
+    static func widened(_ granted: String, by added: String) -> String {
+        var tokens = OAuthScope.tokens(granted)
+        for token in OAuthScope.tokens(added) where !tokens.contains(token) { tokens.append(token) }
+        return tokens.joined(separator: " ")
+    }
+
     /// Starts a login from a handle, a DID, or a PDS / entryway URL.
     /// - Parameter upgrading: an account to replace in place (same id, same default flag).
     func beginOAuthLogin(identifier: String, scope: String?, makeDefault: Bool, upgrading: String?)
@@ -27,7 +34,17 @@ extension AccountManager {
         let oauth = environment.oauth
         pruneFinishedLogins()
         var expectedDID: String?
-        if let upgrading { expectedDID = await (try registry.session(upgrading)).record.did }
+        var scope = scope
+        if let upgrading {
+            let record = await (try registry.session(upgrading)).record
+            expectedDID = record.did
+            // "+<scope>": the session's granted scope and the permissions added.
+            if let added = scope, added.hasPrefix("+") {
+                scope = Self.widened(record.oauth?.scope ?? oauth.client.settings.scope, by: String(added.dropFirst()))
+            }
+        } else if let added = scope, added.hasPrefix("+") {
+            throw .invalidParams("a scope starting with + adds to an account's scope: name the account with --upgrade", field: "scope")
+        }
         let discovery = try await discover(identifier)
         if let expectedDID, let found = discovery.did, found != expectedDID {
             throw .oauthLogin(.subjectMismatch(expected: expectedDID, actual: found))

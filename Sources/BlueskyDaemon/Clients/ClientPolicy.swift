@@ -1,0 +1,66 @@
+import ATPermissions
+import Foundation
+
+/// What one client may do: which accounts it may use and which calls it may make, in atproto's
+/// permission syntax. It only narrows: a call it allows is still made with the account's own
+/// session, whose OAuth scope the server enforces.
+///
+/// The main sockets serve unrestricted clients (no policy); a `[[client]]` socket and a gateway
+/// token from `bskyctl exec` carry one.
+struct ClientPolicy: Sendable, Hashable {
+    /// The `[[client]]` name, or `exec:<program>` for a token.
+    var name: String
+    /// The calls allowed; nil allows every call (the session's scope still applies).
+    var grant: PermissionGrant?
+    /// The accounts allowed (UUIDs, DIDs or handles as written); nil allows every account.
+    var accounts: [String]?
+
+    /// A token's policy that allows everything (the token file's).
+    static let unrestricted = ClientPolicy(name: "token-file", grant: nil, accounts: nil)
+
+    var policyRule: String { "policy = \"\(grant?.description ?? "")\"" }
+    var accountsRule: String { "accounts = [" + (accounts ?? []).map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
+
+    /// The account `reference` names, if this client may use it; the one account the policy
+    /// fixes when `reference` is nil and the policy names only one.
+    func account(_ reference: String?, in registry: AccountRegistry) throws(DaemonError) -> AccountSession {
+        guard let accounts else { return try registry.session(reference) }
+        let session = try registry.session(reference ?? (accounts.count == 1 ? accounts[0] : nil))
+        guard allows(session, in: registry) else {
+            throw .policyDenied(client: name, rule: accountsRule, permission: "account \(reference ?? session.id.uuidString.lowercased())")
+        }
+        return session
+    }
+
+    /// Whether `session` is one of the accounts allowed.
+    func allows(_ session: AccountSession, in registry: AccountRegistry) -> Bool {
+        guard let accounts else { return true }
+        // Names are resolved now: a handle follows its account, and an account added later
+        // under a listed DID is allowed.
+        return accounts.contains { (try? registry.session($0))?.id == session.id }
+    }
+
+    /// Refuses `call` unless the grant covers everything it needs.
+    func check(_ call: XRPCCall, uploadType: String? = nil) throws(DaemonError) {
+        guard let grant else { return }
+        let shape = CallShape(call, uploadType: uploadType)
+        if let missing = grant.firstMissing(shape.needs) {
+            throw .policyDenied(client: name, rule: policyRule, permission: missing.description)
+        }
+    }
+
+    /// Refuses a JSON-RPC method that is not a call: restricted clients read, they do not
+    /// manage accounts or the daemon.
+    func refuseManagement(_ method: String) -> DaemonError {
+        .policyDenied(client: name, rule: "[[client]] sockets and gateway tokens make calls, they do not manage blueskyd",
+                      permission: method)
+    }
+}
+
+extension ClientPolicy {
+    /// A policy as configuration writes it; the error names the permission that cannot be read.
+    static func parse(name: String, policy: String?, accounts: [String]?) throws(PermissionSyntaxError) -> ClientPolicy {
+        ClientPolicy(name: name, grant: try policy.map { text throws(PermissionSyntaxError) in try PermissionGrant(parsing: text) },
+                     accounts: accounts)
+    }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Logging
+import RPCServer
+
+/// The journal line of every write (an XRPC procedure) a client makes through blueskyd: who
+/// (pid, executable, client), for which account, which method. Never a body or a parameter.
+struct WriteJournal: Sendable {
+    let logger: Logger
+
+    func record(_ call: XRPCCall, account: UUID?, peer: PeerCredentials?, client: ClientPolicy?, outcome: String) {
+        guard call.kind == .procedure else { return }
+        var metadata: Logger.Metadata = [
+            "nsid": "\(call.nsid)", "outcome": "\(outcome)",
+            "account": "\(account.map { $0.uuidString.lowercased() } ?? call.account ?? "default")",
+            "client": "\(client?.name ?? "unrestricted")",
+        ]
+        if let peer, peer.pid > 0 {
+            metadata["pid"] = "\(peer.pid)"
+            metadata["exe"] = "\(Self.executable(of: peer.pid) ?? "?")"
+        } else {
+            // A loopback TCP client: the kernel's socket table gives its uid, not its process.
+            metadata["pid"] = "?"
+        }
+        logger.info("xrpc write", metadata: metadata)
+    }
+
+    /// The program `pid` runs (`/proc/<pid>/exe`); nil once it has exited or when not ours.
+    static func executable(of pid: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return nil }
+        return String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

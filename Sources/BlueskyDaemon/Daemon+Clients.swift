@@ -1,0 +1,88 @@
+import Foundation
+import Logging
+import RPCServer
+import ServiceLifecycle
+import XRPCGateway
+
+/// The servers of the `[[client]]` sockets, and the gateway's token file.
+extension Daemon {
+    /// Each client's JSON-RPC and gateway sockets, held to its policy.
+    func clientServers(methods: DaemonMethods, routes: GatewayRoutes,
+                       gatewayConfiguration: GatewayServer.Configuration) throws(DaemonStartupError) -> [any Service] {
+        var services: [any Service] = []
+        var paths = Set([configuration.socketPath, configuration.gatewaySocketPath, configuration.metricsSocketPath].compactMap { $0 })
+        for client in configuration.clients {
+            let policy = client.clientPolicy
+            for path in [client.socket, client.gatewaySocket].compactMap({ $0 }) {
+                guard paths.insert(path).inserted else {
+                    throw DaemonStartupError("[[client]] '\(client.name)': the socket \(path) is already another socket's",
+                                             exitCode: .configuration)
+                }
+            }
+            let socket: DaemonListener?
+            let gatewaySocket: DaemonListener?
+            do {
+                socket = try clientListener(named: client.name, path: client.socket)
+                gatewaySocket = try clientListener(named: client.gatewayDescriptorName, path: client.gatewaySocket)
+            } catch {
+                throw DaemonStartupError(String(describing: error))
+            }
+            if let socket {
+                var restricted = methods
+                restricted.client = policy
+                let server = RPCServer(
+                    listener: socket.listener,
+                    configuration: .init(maxLineBytes: configuration.maxLineBytes,
+                                         maxConcurrentRequestsPerConnection: configuration.maxRequestsPerConnection),
+                    handler: restricted, logger: logger)
+                services.append(ClientSocketService(server: server))
+            }
+            if let gatewaySocket {
+                var restricted = routes
+                restricted.client = policy
+                services.append(GatewayService(server: GatewayServer(
+                    listener: .unix(gatewaySocket.listener), configuration: gatewayConfiguration, handler: restricted,
+                    logger: logger)))
+            }
+            logger.info("client sockets", metadata: [
+                "client": "\(client.name)", "socket": "\(socket?.path ?? "none")", "gatewaySocket": "\(gatewaySocket?.path ?? "none")",
+                "policy": "\(policy.grant?.description ?? "(every call)")",
+                "accounts": "\(client.accounts?.joined(separator: ",") ?? "all")",
+            ])
+        }
+        return services
+    }
+
+    /// With a loopback TCP gateway: a token in a 0600 file beside the socket, for clients whose
+    /// uid the kernel's socket table cannot show (in another network namespace, say); it
+    /// allows what the daemon's user may do, and is replaced at every start.
+    func writeGatewayTokenFile(tokens: GatewayTokens) throws(DaemonStartupError) -> String? {
+        guard configuration.gatewayListen != nil else { return nil }
+        let path = ((configuration.socketPath as NSString).deletingLastPathComponent as NSString)
+            .appendingPathComponent("gateway.token")
+        let token = tokens.issue(.unrestricted)
+        let temporary = path + ".new"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw DaemonStartupError("cannot write the gateway token file \(path): \(String(cString: strerror(errno)))")
+        }
+        let bytes = Array((token + "\n").utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count, rename(temporary, path) == 0 else {
+            unlink(temporary)
+            throw DaemonStartupError("cannot write the gateway token file \(path)")
+        }
+        return path
+    }
+}
+
+/// Serves one `[[client]]` JSON-RPC socket; stops accepting with the others.
+struct ClientSocketService: Service {
+    let server: RPCServer
+
+    func run() async throws {
+        try await cancelWhenGracefulShutdown { try await server.run() }
+    }
+}

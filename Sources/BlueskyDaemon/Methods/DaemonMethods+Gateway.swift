@@ -1,0 +1,50 @@
+import ATPermissions
+import Foundation
+import JSONRPC
+import RPCServer
+
+/// `gateway.issueToken` and `gateway.revokeToken`: the local tokens `bskyctl exec` gives a
+/// program for the XRPC gateway (docs/PROTOCOL.md).
+extension DaemonMethods {
+    func gatewayToken(_ method: String, _ params: Params, context: RPCCallContext) throws(DaemonError) -> JSONValue {
+        switch method {
+        case "gateway.issueToken":
+            try params.allowOnly(["policy", "accounts", "program"])
+            let program = try params.optionalString("program") ?? "program"
+            let names = try params.value("accounts").map { value throws(DaemonError) -> [String] in
+                guard case .array(let items) = value, !items.isEmpty,
+                      case let strings = items.compactMap(\.stringValue), strings.count == items.count else {
+                    throw .invalidParams("accounts must be a non-empty array of UUIDs, DIDs or handles", field: "accounts")
+                }
+                return strings
+            }
+            let text = try params.optionalString("policy")
+            let policy: ClientPolicy
+            do throws(PermissionSyntaxError) {
+                policy = try ClientPolicy.parse(name: "exec:\(program)", policy: text, accounts: names)
+            } catch {
+                throw .invalidParams(error.description, field: "policy")
+            }
+            // Each named account must exist now: a typo is an error, not a token for nothing.
+            for name in names ?? [] { _ = try accounts.registry.session(name) }
+            let token = tokens.issue(policy)
+            // The token lives as long as this connection: bskyctl holds it open while the program
+            // runs, so the token ends when it exits, however it exits (even killed).
+            context.streams?.whenClosed { [tokens] in tokens.revoke(token) }
+            logger.info("gateway token issued", metadata: [
+                "client": "\(policy.name)", "policy": "\(policy.grant?.description ?? "(none)")",
+                "accounts": "\(names?.joined(separator: ",") ?? "any")", "pid": "\(context.peer.pid)",
+            ])
+            return [
+                "token": .string(token),
+                "gatewaySocket": info.gatewaySocketPath.map(JSONValue.string) ?? .null,
+                "gatewayURL": info.loopbackGateway.map { .string("http://\($0.boundDescription)") } ?? .null,
+            ]
+        case "gateway.revokeToken":
+            try params.allowOnly(["token"])
+            return ["revoked": .bool(tokens.revoke(try params.requiredString("token")))]
+        default:
+            throw .methodNotFound(method)
+        }
+    }
+}

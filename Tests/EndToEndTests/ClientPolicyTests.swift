@@ -1,0 +1,192 @@
+import ATTestbed
+import BlueskyTesting
+import DaemonHarness
+import Foundation
+import JSONRPC
+import Testing
+
+/// Least privilege: `[[client]]` sockets held to a policy in atproto's permission syntax, and
+/// `bskyctl exec`'s gateway tokens.
+@Suite("Client policies and bskyctl exec: each program gets only the powers it needs")
+struct ClientPolicyTests {
+    static func config(_ directory: TemporaryDirectory, poster: String) -> String {
+        """
+        [[client]]
+        name = "reader"
+        socket = "\(directory.file("reader.sock"))"
+        gateway_socket = "\(directory.file("reader-xrpc.sock"))"
+        policy = "read"
+
+        [[client]]
+        name = "poster"
+        socket = "\(directory.file("poster.sock"))"
+        policy = "read repo:app.bsky.feed.post?action=create"
+        accounts = ["\(poster)"]
+        """
+    }
+
+    /// One JSON-RPC call on `socket`: its result or its error.
+    static func call(_ socket: String, _ method: String, _ params: JSONValue? = nil) async throws -> Result<JSONValue, RPCError> {
+        try await offThePool {
+            let connection = try RPCClientConnection(socketPath: socket, timeout: .seconds(60))
+            defer { connection.close() }
+            return try connection.call(method: method, params: params)
+        }
+    }
+
+    static func post(_ did: String, _ text: String) -> JSONValue {
+        ["repo": .string(did), "collection": "app.bsky.feed.post",
+         "record": ["$type": "app.bsky.feed.post", "text": .string(text), "createdAt": "2026-11-27T00:00:00Z"]]
+    }
+
+    @Test("a read-only socket reads but cannot write, delete or mint service tokens; an account-limited one cannot reach another account; each refusal names its rule; writes reach the journal with pid and program")
+    func restrictedSockets() async throws {
+        let sockets = try TemporaryDirectory("blueskyd-clients")
+        defer { sockets.remove() }
+        try await EndToEndFixture.with(logLevel: "info", daemonConfigFile: { Self.config(sockets, poster: "bob.\($0.configuration.domain)") }) { fixture in
+            try await fixture.loginAll()
+            let (alice, bob, testbed) = (fixture.accounts[0], fixture.accounts[1], fixture.testbed)
+            let reader = sockets.file("reader.sock"), poster = sockets.file("poster.sock")
+            for socket in [reader, poster, sockets.file("reader-xrpc.sock")] {
+                let mode = try FileManager.default.attributesOfItem(atPath: socket)[.posixPermissions] as? Int
+                #expect(mode == 0o600, "\(socket)")
+            }
+
+            // Reading works, as on the main socket.
+            let profile = try await Self.call(reader, "xrpc.call", ["nsid": "app.bsky.actor.getProfile", "params": ["actor": .string(bob.did)]]).get()
+            #expect(profile["status"]?.intValue == 200)
+
+            // Writing, deleting and service tokens are refused before anything is sent.
+            let postsBefore = testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post")
+            let created = try await Self.call(reader, "xrpc.call", ["nsid": "com.atproto.repo.createRecord", "input": Self.post(alice.did, "no")])
+            let refusal = try #require(created.failure)
+            #expect(refusal.name == "PolicyDenied")
+            #expect(refusal.data["client"]?.stringValue == "reader")
+            #expect(refusal.data["rule"]?.stringValue == "policy = \"read\"")
+            #expect(refusal.data["permission"]?.stringValue == "repo:app.bsky.feed.post?action=create")
+            let deleted = try await Self.call(reader, "xrpc.call", ["nsid": "com.atproto.repo.deleteRecord", "input": [
+                "repo": .string(alice.did), "collection": "app.bsky.feed.post", "rkey": "3kabc"]])
+            #expect(deleted.failure?.data["permission"]?.stringValue == "repo:app.bsky.feed.post?action=delete")
+            let serviceToken = try await Self.call(reader, "xrpc.call", ["nsid": "com.atproto.server.getServiceAuth",
+                                                                          "params": ["aud": "did:web:video.bsky.app"]])
+            #expect(serviceToken.failure?.name == "PolicyDenied")
+            #expect(testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post") == postsBefore)
+            // Nor does it manage accounts.
+            let removal = try await Self.call(reader, "accounts.remove", ["account": .string(alice.did)])
+            #expect(removal.failure?.name == "PolicyDenied" && removal.failure?.data["permission"]?.stringValue == "accounts.remove")
+            #expect(try await fixture.listedAccounts().count == 2)
+
+            // The gateway socket of the same client: HTTP 403 with the same names.
+            let gatewayRefusal = try await GatewayTests.curl(sockets.file("reader-xrpc.sock"), "/xrpc/com.atproto.repo.createRecord", [
+                "-H", "Content-Type: application/json", "--data", String(decoding: Self.post(alice.did, "no").encoded(), as: UTF8.self),
+            ])
+            #expect(gatewayRefusal.status == 403 && gatewayRefusal.error == "PolicyDenied", "\(gatewayRefusal.body)")
+            #expect(gatewayRefusal.json?["permission"]?.stringValue == "repo:app.bsky.feed.post?action=create")
+
+            // The poster: bob only (fixed as its account), posts only.
+            let listed = try await Self.call(poster, "accounts.list").get()
+            #expect(listed["accounts"]?.arrayValue?.compactMap { $0["did"]?.stringValue } == [bob.did])
+            let bobsPost = try await Self.call(poster, "xrpc.call", ["nsid": "com.atproto.repo.createRecord", "input": Self.post(bob.did, "hi")]).get()
+            #expect(bobsPost["status"]?.intValue == 200, "\(bobsPost)")
+            let asAlice = try await Self.call(poster, "xrpc.call", ["nsid": "com.atproto.server.getSession", "account": .string(alice.handle)])
+            #expect(asAlice.failure?.name == "PolicyDenied")
+            #expect(asAlice.failure?.data["rule"]?.stringValue == "accounts = [\"\(bob.handle)\"]")
+            let like = try await Self.call(poster, "xrpc.call", ["nsid": "com.atproto.repo.createRecord", "input": [
+                "repo": .string(bob.did), "collection": "app.bsky.feed.like", "record": ["$type": "app.bsky.feed.like"]]])
+            #expect(like.failure?.data["permission"]?.stringValue == "repo:app.bsky.feed.like?action=create")
+
+            // The journal line of the write: pid, program, account, NSID (this test process made it).
+            let line = try #require(fixture.daemon.log.split(separator: "\n").first { $0.contains("xrpc write") && $0.contains("client=poster") })
+            #expect(line.contains("pid=\(getpid())"), "\(line)")
+            #expect(line.contains("exe=\(try Self.ownExecutable())"), "\(line)")
+            let bobID = try #require(try await listedBob(fixture, bob.did))
+            #expect(line.contains("account=\(bobID)"), "\(line)")
+            #expect(line.contains("nsid=com.atproto.repo.createRecord") && !line.contains("hi"), "\(line)")
+        }
+    }
+
+    private func listedBob(_ fixture: EndToEndFixture, _ did: String) async throws -> String? {
+        try await fixture.listedAccounts().values.first { $0["did"]?.stringValue == did }?["id"]?.stringValue
+    }
+
+    static func ownExecutable() throws -> String {
+        try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+    }
+
+    @Test("a policy that cannot be read stops the daemon at start, naming the client and the permission")
+    func unreadablePolicy() async throws {
+        let directory = try TemporaryDirectory("blueskyd-clients")
+        defer { directory.remove() }
+        let config = directory.file("blueskyd.toml")
+        try """
+        [[client]]
+        name = "reader"
+        socket = "\(directory.file("r.sock"))"
+        policy = "repo:app.bsky.feed.post?action=publish"
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let run = try await CommandResult.run(Binaries.path("blueskyd"), [
+            "--config", config, "--state-directory", directory.file("state"), "--socket", directory.file("d.sock"),
+        ])
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains("client 'reader'") && run.stderr.contains("action is create, update or delete, not 'publish'"), "\(run.stderr)")
+    }
+
+    @Test("bskyctl exec: the program's environment holds no atproto token, only a gateway token held to its policy and revoked when it exits")
+    func exec() async throws {
+        try await EndToEndFixture.with { fixture in
+            try await fixture.loginAll()
+            let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
+            func exec(_ arguments: [String]) async throws -> CommandResult {
+                try await CommandResult.run(Binaries.path("bskyctl"), ["--socket", fixture.daemon.socketPath, "exec"] + arguments)
+            }
+            // The environment: the gateway and a token, nothing that could pass for an atproto credential.
+            let environment = try await exec(["--policy", "read", "--", "env"])
+            #expect(environment.status == 0, "\(environment.stderr)")
+            let variables = Dictionary(environment.stdout.split(separator: "\n").compactMap { line -> (String, String)? in
+                let parts = line.split(separator: "=", maxSplits: 1)
+                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+            }, uniquingKeysWith: { $1 })
+            let token = try #require(variables["BLUESKYD_GATEWAY_TOKEN"])
+            #expect(token.hasPrefix("bskyd-gw-") && !token.contains("."), "opaque, not a JWT")
+            #expect(variables["ATPROTO_PDS_URL"] == "http://localhost/t/\(token)")
+            #expect(variables["BLUESKYD_XRPC_SOCKET"] == fixture.daemon.gatewaySocketPath)
+            #expect(!environment.stdout.contains("eyJ"), "no JWT (access or refresh token) in the environment")
+            for account in fixture.accounts { #expect(!environment.stdout.contains(account.appPassword)) }
+
+            // Revoked once the program exited.
+            let afterExit = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/xrpc/com.atproto.server.getSession",
+                                                        ["-H", "Authorization: Bearer \(token)"])
+            #expect(afterExit.status == 401 && afterExit.error == "GatewayTokenInvalid", "\(afterExit.body)")
+            let byPath = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/t/\(token)/xrpc/com.atproto.server.getSession")
+            #expect(byPath.status == 401)
+
+            // Inside its policy the program's calls work; outside they are refused (and the
+            // program's status is bskyctl's).
+            let script = """
+                curl -s -o /dev/null -w '%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" "$ATPROTO_PDS_URL/xrpc/com.atproto.server.getSession"
+                curl -s -w '\\n%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" -H 'Content-Type: application/json' \
+                  --data '{"repo":"\(alice.did)","collection":"app.bsky.feed.post","record":{"text":"x","createdAt":"2026-11-27T00:00:00Z"}}' \
+                  "$ATPROTO_PDS_URL/xrpc/com.atproto.repo.createRecord"
+                exit 7
+                """
+            let before = testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post")
+            let confined = try await exec(["--policy", "read", "--account", alice.handle, "--", "/bin/sh", "-c", script])
+            #expect(confined.status == 7, "\(confined.stderr)")
+            let lines = confined.stdout.split(separator: "\n").map(String.init)
+            #expect(lines.first == "200", "\(confined.stdout)")
+            #expect(lines.last == "403" && confined.stdout.contains("PolicyDenied"), "\(confined.stdout)")
+            #expect(testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post") == before)
+
+            // A policy that cannot be read is refused before anything runs.
+            let bad = try await exec(["--policy", "post-things", "--", "true"])
+            #expect(bad.status == 64 && bad.stderr.contains("'post-things' is not a permission"), "\(bad.stderr)")
+        }
+    }
+}
+
+extension Result {
+    var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
+}
