@@ -1,3 +1,4 @@
+import AccountStoreCore
 import Foundation
 import Logging
 import RPCServer
@@ -58,8 +59,14 @@ extension Daemon {
     /// allows what the daemon's user may do, and is replaced at every start.
     func writeGatewayTokenFile(tokens: GatewayTokens) throws(DaemonStartupError) -> String? {
         guard configuration.gatewayListen != nil else { return nil }
-        let path = ((configuration.socketPath as NSString).deletingLastPathComponent as NSString)
-            .appendingPathComponent("gateway.token")
+        let directory = (configuration.socketPath as NSString).deletingLastPathComponent
+        let path = (directory as NSString).appendingPathComponent("gateway.token")
+        do {
+            // The sockets' directory (0700), which the servers would make a moment later.
+            try PrivateFiles.ensureDirectory(directory)
+        } catch {
+            throw DaemonStartupError("cannot write the gateway token file \(path): \(error)")
+        }
         let token = tokens.issue(.unrestricted)
         let temporary = path + ".new"
         unlink(temporary)

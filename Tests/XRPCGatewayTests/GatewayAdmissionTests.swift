@@ -24,6 +24,18 @@ import Testing
         #expect(GatewayRefusal.otherUser(uid: 1001).name == "PermissionDenied")
     }
 
+    @Test("a client whose uid cannot be read is admitted only with a token that vouches for it, and never from a web page")
+    func vouchedFor() {
+        let vouching = GatewayAdmission(allowedUID: 1000, vouchedFor: { $0.headers.first(name: "authorization") == "Bearer ok" })
+        #expect(vouching.refusal(of: head([("Host", "localhost"), ("Authorization", "Bearer ok")]), peer: nil) == nil)
+        #expect(vouching.refusal(of: head([("Host", "localhost"), ("Authorization", "Bearer no")]), peer: nil) == .unknownPeer)
+        #expect(vouching.refusal(of: head([("Host", "localhost"), ("Authorization", "Bearer ok"), ("Origin", "https://e.example")]), peer: nil)
+                == .browser(header: "Origin"))
+        // A known uid is what it is, token or not.
+        #expect(vouching.refusal(of: head([("Host", "localhost"), ("Authorization", "Bearer ok")]),
+                                 peer: PeerCredentials(pid: 7, uid: 1001, gid: 1001)) == .otherUser(uid: 1001))
+    }
+
     @Test func aRequestFromAWebPageIsRefused() {
         let fromPage = admission.refusal(of: head([("Host", "localhost"), ("Origin", "https://evil.example")]), peer: owner)
         #expect(fromPage == .browser(header: "Origin"))
