@@ -32,6 +32,7 @@ FISHCOMPDIR = $(PREFIX)/share/fish/vendor_completions.d
 INSTALL_BIN = $(or $(INSTALL_FROM),$(RELEASE_BIN))
 INSTALLED_FILES = $(BINDIR)/blueskyd $(BINDIR)/bskyctl \
 	$(USERUNITDIR)/blueskyd.service $(USERUNITDIR)/blueskyd.socket $(USERUNITDIR)/blueskyd-xrpc.socket \
+	$(USERUNITDIR)/blueskyd-client@.socket $(USERUNITDIR)/blueskyd-client-xrpc@.socket \
 	$(MANDIR)/man1/blueskyd.1 $(MANDIR)/man1/bskyctl.1 $(MANDIR)/man5/blueskyd.toml.5 \
 	$(DOCDIR)/blueskyd.toml.example \
 	$(BASHCOMPDIR)/bskyctl $(ZSHCOMPDIR)/_bskyctl $(FISHCOMPDIR)/bskyctl.fish
@@ -88,7 +89,8 @@ install: $(if $(INSTALL_FROM),,release-build)
 	install -m 755 "$(INSTALL_BIN)/blueskyd" "$(INSTALL_BIN)/bskyctl" "$(DESTDIR)$(BINDIR)/"
 	sed 's|^ExecStart=/usr/local/bin/|ExecStart=$(BINDIR)/|' packaging/systemd/blueskyd.service > "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
 	chmod 644 "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
-	install -m 644 packaging/systemd/blueskyd.socket packaging/systemd/blueskyd-xrpc.socket "$(DESTDIR)$(USERUNITDIR)/"
+	install -m 644 packaging/systemd/blueskyd.socket packaging/systemd/blueskyd-xrpc.socket \
+	  packaging/systemd/blueskyd-client@.socket packaging/systemd/blueskyd-client-xrpc@.socket "$(DESTDIR)$(USERUNITDIR)/"
 	install -m 644 man/blueskyd.1 man/bskyctl.1 "$(DESTDIR)$(MANDIR)/man1/"
 	install -m 644 man/blueskyd.toml.5 "$(DESTDIR)$(MANDIR)/man5/"
 	install -m 644 etc/blueskyd.toml "$(DESTDIR)$(DOCDIR)/blueskyd.toml.example"

@@ -99,10 +99,16 @@ struct SystemdIntegrationTests {
                                                 attributes: [.posixPermissions: 0o700])
         let socket = directory.file("run/blueskyd.sock")
         let gateway = directory.file("run/xrpc.sock")
+        // A [[client]] socket as blueskyd-client@reader.socket passes it: named "reader".
+        let reader = directory.file("run/reader.sock")
+        let config = directory.file("blueskyd.toml")
+        try "[[client]]\nname = \"reader\"\nsocket = \"\(directory.file("run/unused.sock"))\"\npolicy = \"read\"\n"
+            .write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = try LaunchedDaemon(
             directory: directory, socketPath: socket, executable: activator,
-            arguments: ["--listen=\(socket)", "--listen=\(gateway)", "--fdname=blueskyd:xrpc", "--setenv=HOME=\(directory.path)",
-                        Binaries.path("blueskyd"), "--state-directory", directory.file("state"), "--log-level", "debug"])
+            arguments: ["--listen=\(socket)", "--listen=\(gateway)", "--listen=\(reader)", "--fdname=blueskyd:xrpc:reader",
+                        "--setenv=HOME=\(directory.path)", Binaries.path("blueskyd"), "--config", config,
+                        "--state-directory", directory.file("state"), "--log-level", "debug"])
         defer { daemon.runner.terminate() }
         let deadline = ContinuousClock.now + .seconds(30)
         while !FileManager.default.fileExists(atPath: socket), ContinuousClock.now < deadline {
@@ -122,6 +128,11 @@ struct SystemdIntegrationTests {
         // runs (curl stays a zombie, unnoticed).
         let health = try await RawHTTPExchange.get(socketPath: gateway, "/xrpc/_health")
         #expect(health.hasPrefix("HTTP/1.1 200 OK") && health.contains("\"version\""), "\(health)")
+        // The client's socket is the one passed, held to its policy; its configured path is not bound.
+        #expect(try await ClientPolicyTests.call(reader, "daemon.info").get()["pid"]?.intValue == Int(daemon.pid))
+        let refused = try await ClientPolicyTests.call(reader, "accounts.add", ["identifier": "a.test", "password": "x"])
+        #expect(refused.failure?.name == "PolicyDenied" && refused.failure?.data["client"]?.stringValue == "reader")
+        #expect(!FileManager.default.fileExists(atPath: directory.file("run/unused.sock")))
 
         #expect(await daemon.stop() == 0, "\(daemon.log)")
         #expect(FileManager.default.fileExists(atPath: socket), "the socket belongs to the service manager: left in place")
