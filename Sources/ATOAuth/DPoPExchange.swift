@@ -57,7 +57,9 @@ struct DPoPExchange {
         nonces.update(account: scope, origin: origin, nonce: freshNonce, receivedAt: receivedAt)
         guard attempt == 1 else { return false }
         if DPoPChallenge.isNonceChallenge(status: response.status, wwwAuthenticate: authenticate, body: response.body) {
-            return freshNonce.map { $0 != sentNonce } ?? false
+            let answered = freshNonce.map { $0 != sentNonce } ?? false
+            if answered { nonces.noteChallenge() }
+            return answered
         }
         return DPoPChallenge.isProofRefused(status: response.status, wwwAuthenticate: authenticate, body: response.body)
             && clockSkew.resynchronize(dateHeader: date, receivedAt: receivedAt, signedWith: skewUsed)

@@ -93,3 +93,26 @@ struct ClientSocketService: Service {
         try await cancelWhenGracefulShutdown { try await server.run() }
     }
 }
+
+extension Daemon {
+    /// Prometheus text on a socket of its own (the daemon's user only, like the others), and
+    /// on a loopback port when `metrics_listen` is set (any local user: the totals are no secret;
+    /// per-account series name DIDs, which are public).
+    func metricsServers(_ metrics: DaemonMetrics?, environment: SessionEnvironment,
+                        gatewayConfiguration: GatewayServer.Configuration) -> [GatewayServer] {
+        guard let metrics else { return [] }
+        let routes = MetricsRoutes(metrics: metrics, environment: environment, perAccount: configuration.metricsPerAccount)
+        var servers: [GatewayServer] = []
+        if let path = configuration.metricsSocketPath {
+            servers.append(GatewayServer(listener: .unix(.path(path)), configuration: gatewayConfiguration, handler: routes,
+                                         logger: logger))
+        }
+        if let address = configuration.metricsListen {
+            var open = gatewayConfiguration
+            open.anyUser = true
+            servers.append(GatewayServer(listener: .loopback(host: address.host, port: address.port), configuration: open,
+                                         handler: routes, logger: logger))
+        }
+        return servers
+    }
+}

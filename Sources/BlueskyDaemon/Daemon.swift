@@ -78,7 +78,7 @@ public struct Daemon: Sendable {
             throw DaemonStartupError(String(describing: error))
         }
         // Counted only when someone can read them: metrics_socket = "" costs calls nothing.
-        let metrics = configuration.metricsSocketPath.map { _ in DaemonMetrics() }
+        let metrics = configuration.metricsSocketPath != nil || configuration.metricsListen != nil ? DaemonMetrics() : nil
         let environment = SessionEnvironment(
             store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
@@ -131,18 +131,13 @@ public struct Daemon: Sendable {
             GatewayServer(listener: .loopback(host: address.host, port: address.port), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
         }
-        // Prometheus text on a socket of its own (the daemon's user only, like the others).
-        let metricsServer = configuration.metricsSocketPath.flatMap { path in
-            metrics.map { metrics in
-                GatewayServer(listener: .unix(.path(path)), configuration: gatewayConfiguration,
-                              handler: MetricsRoutes(metrics: metrics, environment: environment), logger: logger)
-            }
-        }
+        let metricsServers = metricsServers(metrics, environment: environment, gatewayConfiguration: gatewayConfiguration)
         let methods = DaemonMethods(
             accounts: accounts,
             proxy: proxy,
             info: DaemonInfo(socketPath: listener.path, gatewaySocketPath: gatewayListener?.path,
                              loopbackGateway: loopbackGateway, metricsSocketPath: configuration.metricsSocketPath,
+                             loopbackMetrics: metricsServers.first { if case .loopback = $0.listener { true } else { false } },
                              stateDirectory: stateDirectory.url.path, startedAt: Date()),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger, tokens: tokens)
         let clientServers = try clientServers(methods: methods, routes: routes, gatewayConfiguration: gatewayConfiguration)
@@ -162,7 +157,7 @@ public struct Daemon: Sendable {
                 SchedulerService(scheduler: scheduler, accounts: accounts),
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
-            ] + [gateway, loopbackGateway, metricsServer].compactMap { $0.map(GatewayService.init) } + clientServers + [
+            ] + ([gateway, loopbackGateway].compactMap { $0 } + metricsServers).map(GatewayService.init) + clientServers + [
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.
@@ -182,6 +177,7 @@ public struct Daemon: Sendable {
             "gatewayListen": "\(configuration.gatewayListen?.description ?? "off")",
             "gatewayTokenFile": "\(tokenFile ?? "none")", "clients": "\(configuration.clients.count)",
             "metrics": "\(configuration.metricsSocketPath ?? "off")",
+            "metricsListen": "\(configuration.metricsListen?.description ?? "off")",
             "stateDirectory": "\(stateDirectory.url.path)",
             "accounts": "\(accounts.registry.count)", "storeKey": "\(StoreKey.keyFingerprint(key))",
         ])

@@ -22,6 +22,8 @@ public struct DaemonOverrides: Sendable {
     public var gatewayListen: String?
     /// The metrics socket ("" turns it off).
     public var metricsSocket: String?
+    /// A loopback `host:port` for the metrics ("" turns it off).
+    public var metricsListen: String?
     public var logLevel: String?
     public var logTarget: String?
     public var nameservers: [String] = []
@@ -50,6 +52,9 @@ extension DaemonConfiguration {
         if let v = overrides.socketPath { configuration.socketPath = v }
         if let v = overrides.gatewaySocket { configuration.gatewaySocket = v }
         if let v = overrides.metricsSocket { configuration.metricsSocket = v }
+        if let v = overrides.metricsListen {
+            configuration.metricsListen = try parseGatewayListen(v, key: "--metrics-listen", file: nil, line: nil)
+        }
         if let v = overrides.gatewayListen {
             configuration.gatewayListen = try parseGatewayListen(v, key: "--gateway-listen", file: nil, line: nil)
         }

@@ -61,8 +61,17 @@ public final class DPoPNonceCache: Sendable {
     }
 
     private let state = Mutex(State())
+    private let challenges = Atomic(0)
 
     public init() {}
+
+    /// Nonce challenges answered by signing again, in all (for metrics).
+    public var challengesAnswered: Int { challenges.load(ordering: .relaxed) }
+
+    /// A server's `use_dpop_nonce` challenge is being answered with its new nonce.
+    public func noteChallenge() {
+        challenges.add(1, ordering: .relaxed)
+    }
 
     /// The nonce to put in the next proof for `account` to `origin`: the newer of the account's
     /// own and the newest the server gave any account; nil when neither is known.

@@ -15,6 +15,8 @@ public struct GatewayAdmission: Sendable {
     public static let localNames: Set<String> = ["localhost", "127.0.0.1", "[::1]", "blueskyd"]
 
     public var allowedUID: UInt32
+    /// Serve every local user (the metrics' TCP listener, for a Prometheus running as its own user).
+    public var anyUser = false
     /// The loopback port for a TCP listener: `Host` must then name it (or no port).
     public var port: Int?
     /// Whether a request whose sender's uid cannot be read carries a local token that vouches
@@ -29,7 +31,9 @@ public struct GatewayAdmission: Sendable {
 
     /// Why `head` from `peer` is refused, or nil when it is admitted.
     public func refusal(of head: HTTPRequestHead, peer: PeerCredentials?) -> GatewayRefusal? {
-        if let peer {
+        if anyUser {
+            // Who it is does not matter; that it is no web page still does.
+        } else if let peer {
             guard peer.uid == allowedUID else { return .otherUser(uid: peer.uid) }
         } else {
             guard vouchedFor?(head) == true else { return .unknownPeer }

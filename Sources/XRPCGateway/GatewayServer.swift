@@ -20,6 +20,8 @@ public final class GatewayServer: Sendable {
         /// How long requests in flight may take to finish after a shutdown begins.
         public var shutdownGracePeriod: Duration = .seconds(5)
         public var eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+        /// Serve every local user, not only `allowedUID` (what only public facts may do).
+        public var anyUser = false
         /// Told of each request refused at the door (for metrics).
         public var refused: (@Sendable (GatewayRefusal) -> Void)?
         /// Whether a request from a loopback client whose uid cannot be read carries a local
@@ -77,8 +79,9 @@ public final class GatewayServer: Sendable {
             channelOf: { $0.channel.channel },
             serve: { accepted, context in
                 // On TCP, `Host` must name the port listened on.
-                let admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort,
+                var admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort,
                                                  vouchedFor: configuration.vouchedFor)
+                admission.anyUser = configuration.anyUser
                 await GatewayConnection(channel: accepted.channel, peer: accepted.peer, handler: handler, admission: admission,
                                         wholeBodyLimit: configuration.wholeBodyLimit, refused: configuration.refused,
                                         isShuttingDown: context.isShuttingDown, logger: logger).serve()

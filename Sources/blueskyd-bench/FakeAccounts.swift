@@ -1,7 +1,6 @@
 import AccountStoreCore
-import SQLiteStore
+import DaemonHarness
 import Foundation
-import Logging
 import WebBasics
 
 /// Registers made-up app-password accounts by writing the daemon's store directly, as blueskyd
@@ -19,20 +18,8 @@ enum FakeAccounts {
     /// key at `<stateDirectory>/store.key` (both created when missing: blueskyd reads exactly that file).
     static func write(stateDirectory: String, count: Int,
                       account: (Int) -> (record: AccountRecord, secrets: AccountSecrets)) async throws {
-        let directory = URL(fileURLWithPath: stateDirectory)
-        let logger = Logger(label: "blueskyd-bench.store", factory: { _ in SwiftLogNoOpLogHandler() })
         do {
-            let key = try StoreKey.load(keyFile: directory.appendingPathComponent("store.key"), environment: [:])
-            let store = try SQLiteAccountStore(directory: directory, key: key, logger: logger)
-            do {
-                for start in stride(from: 0, to: count, by: batchSize) {
-                    try await store.insert(contentsOf: (start..<min(count, start + batchSize)).map(account))
-                }
-            } catch {
-                await store.close()
-                throw error
-            }
-            await store.close()
+            try await SeededLocalStore.write(stateDirectory: stateDirectory, count: count, batchSize: batchSize, account: account)
         } catch {
             throw BenchError.storeFailed(describe(error))
         }

@@ -31,6 +31,8 @@ struct Blueskyd: AsyncParsableCommand {
     var gatewayListen: String?
     @Option(help: "The metrics socket path (default: metrics.sock beside the socket; \"\" turns it off).")
     var metricsSocket: String?
+    @Option(help: "Also serve the metrics on this loopback address (to any local user), e.g. 127.0.0.1:9584.")
+    var metricsListen: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.") var logLevel: String?
     @Option(help: "Where logs go: journal, console, or auto (the journal when stderr is connected to it).") var logTarget: String?
     @Option(help: "DNS server for handle lookups, host or host:port (repeatable).") var nameserver: [String] = []
@@ -46,6 +48,7 @@ struct Blueskyd: AsyncParsableCommand {
         overrides.gatewaySocket = gatewaySocket
         overrides.gatewayListen = gatewayListen
         overrides.metricsSocket = metricsSocket
+        overrides.metricsListen = metricsListen
         overrides.logLevel = logLevel
         overrides.logTarget = logTarget
         overrides.nameservers = nameserver

@@ -60,4 +60,56 @@ struct DaemonMetricsTests {
         #expect(down.contains("blueskyd_store_outage_seconds 42.0"), "\(down.sorted())")
         #expect(down.contains("blueskyd_store_outage_failed_writes 7.0"))
     }
+
+    static func text(_ metrics: DaemonMetrics, _ values: ScrapedValues) -> Set<String> {
+        Set(String(decoding: metrics.exposition(values), as: UTF8.self).split(separator: "\n").filter { !$0.hasPrefix("#") }.map(String.init))
+    }
+
+    @Test("backoffs, refresh exchanges, leases and policy refusals each have their series")
+    func upkeep() {
+        let metrics = DaemonMetrics()
+        metrics.noted(.retrying(reason: "503", delay: 12), kind: .oauth)
+        metrics.noted(.saveRefused(reason: "down", delay: 2), kind: .appPassword)
+        metrics.refreshExchange(kind: .oauth, took: .milliseconds(80))
+        metrics.leaseTaken(takenOver: false)
+        metrics.leaseTaken(takenOver: true)
+        metrics.policyDenied(client: "reader")
+        let lines = Self.lines(metrics)
+        #expect(lines.contains(#"blueskyd_backoff_waits_total{kind="oauth"} 1"#), "\(lines.sorted())")
+        #expect(lines.contains(#"blueskyd_backoff_waits_total{kind="app-password"} 1"#))
+        #expect(lines.contains(#"blueskyd_backoff_wait_seconds_bucket{le="15.0"} 2"#) || lines.contains(#"blueskyd_backoff_wait_seconds_bucket{le="15"} 2"#),
+                "\(lines.filter { $0.contains("backoff_wait_seconds") }.sorted())")
+        #expect(lines.contains(#"blueskyd_refresh_duration_seconds_bucket{kind="oauth",le="0.1"} 1"#))
+        #expect(lines.contains(#"blueskyd_refresh_duration_seconds_bucket{kind="oauth",le="0.05"} 0"#))
+        #expect(lines.contains("blueskyd_leases_taken_total 2"))
+        #expect(lines.contains("blueskyd_leases_taken_over_total 1"))
+        #expect(lines.contains(#"blueskyd_policy_denials_total{client="reader"} 1"#))
+    }
+
+    @Test("totals the daemon keeps (event gaps, missed events, nonce challenges) are counters that grow with them")
+    func totals() {
+        let metrics = DaemonMetrics()
+        var values = ScrapedValues(accounts: AccountCensus(), subscribers: 0, unsavedTokens: 0, eventGaps: 2, eventsMissed: 300,
+                                   nonceChallenges: 5)
+        #expect(Self.text(metrics, values).isSuperset(of: [
+            "blueskyd_event_gaps_total 2", "blueskyd_events_missed_total 300", "blueskyd_dpop_nonce_challenges_total 5"]))
+        values.nonceChallenges = 9
+        #expect(Self.text(metrics, values).contains("blueskyd_dpop_nonce_challenges_total 9"))
+        #expect(Self.text(metrics, values).contains("blueskyd_dpop_nonce_challenges_total 9"), "a second scrape adds nothing")
+    }
+
+    @Test("per-account series only when asked: two per account, gone with the account")
+    func perAccount() {
+        let metrics = DaemonMetrics()
+        var values = ScrapedValues(accounts: AccountCensus(), subscribers: 0, unsavedTokens: 0)
+        let without = Self.text(metrics, values)
+        values.perAccount = (0..<1000).map { AccountSample(did: "did:plc:\($0)", active: $0 != 7, accessExpiresIn: 60) }
+        let with = Self.text(metrics, values)
+        #expect(with.count == without.count + 2000)
+        #expect(with.contains(#"blueskyd_account_active{account="did:plc:7"} 0.0"#))
+        values.perAccount = [AccountSample(did: "did:plc:1", active: true, accessExpiresIn: 30)]
+        let after = Self.text(metrics, values)
+        #expect(after.count == without.count + 2)
+        #expect(after.contains(#"blueskyd_account_access_expires_in_seconds{account="did:plc:1"} 30.0"#))
+    }
 }

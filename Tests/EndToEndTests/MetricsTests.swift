@@ -2,6 +2,7 @@ import ATTestbed
 import BlueskyTesting
 import Foundation
 import JSONRPC
+import DaemonHarness
 import Testing
 
 /// The metrics socket, scraped as Prometheus would and read with Prometheus's own parser.
@@ -63,6 +64,52 @@ struct MetricsTests {
             }
             #expect(Set(after.keys).subtracting(before.keys).allSatisfy { $0.hasPrefix("blueskyd_gateway_refusals_total") },
                     "only the refusal reason seen for the first time adds a series: \(Set(after.keys).subtracting(before.keys))")
+        }
+    }
+
+    @Test("1,000 more accounts add no series; metrics_per_account adds two per account (and drops a removed one's); metrics_listen serves another local user over TCP")
+    func seriesAndAccounts() async throws {
+        func config(perAccount: Bool) -> String {
+            "metrics_listen = \"127.0.0.1:0\"\nmetrics_per_account = \(perAccount)\n"
+        }
+        try await EndToEndFixture.with(names: ["alice"], logLevel: "info", daemonConfigFile: { _ in config(perAccount: false) }) { fixture in
+            try await fixture.loginAll()
+            let one = try await Self.scrape(fixture)
+            #expect(one["blueskyd_accounts{state=active}"] == 1)
+
+            // 1,000 signed-in OAuth accounts, written into the store as logins would have.
+            await fixture.daemon.stop()
+            let minted = try SeededOAuthAccounts.mint(at: fixture.testbed, names: (0..<1000).map { "many\($0)" },
+                                                      accessExpiresAt: Date().addingTimeInterval(3600))
+            try await SeededLocalStore.write(stateDirectory: fixture.daemon.stateDirectory, count: minted.count) { index in
+                SeededOAuthAccounts.account(minted[index].session, key: minted[index].key, isDefault: false,
+                                            issuer: fixture.testbed.oauthIssuer, pdsURL: fixture.testbed.pdsURL, issuedAt: Date())
+            }
+            try await fixture.restartDaemon()
+            let many = try await Self.scrape(fixture)
+            #expect(many["blueskyd_accounts{state=active}"] == 1001)
+            #expect(Set(many.keys) == Set(one.keys), "the same series: \(Set(many.keys).symmetricDifference(one.keys).sorted().prefix(10))")
+
+            // Asked for: two series per account, named by DID.
+            try config(perAccount: true).write(toFile: fixture.directory.file("blueskyd.toml"), atomically: true, encoding: .utf8)
+            try await fixture.restartDaemon()
+            let perAccount = try await Self.scrape(fixture)
+            #expect(perAccount.count == one.count + 2 * 1001, "\(perAccount.count) series against \(one.count)")
+            let alice = fixture.accounts[0]
+            #expect(perAccount["blueskyd_account_active{account=\(alice.did)}"] == 1)
+            #expect((perAccount["blueskyd_account_access_expires_in_seconds{account=\(alice.did)}"] ?? 0) > 0)
+            #expect(try await fixture.bskyctl(["logout", alice.handle]).status == 0)
+            let afterLogout = try await Self.scrape(fixture)
+            #expect(afterLogout["blueskyd_account_active{account=\(alice.did)}"] == nil, "a removed account's series go")
+            #expect(afterLogout.count == perAccount.count - 2)
+
+            // The TCP listener: any local user may scrape (a Prometheus of its own uid).
+            let listen = try #require(try await fixture.daemon.call("daemon.info")["metricsListen"]?.stringValue)
+            #expect(listen.hasPrefix("127.0.0.1:") && !listen.hasSuffix(":0"), "\(listen)")
+            let other = try await CommandResult.run("/usr/bin/setpriv", [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/curl", "--silent", "--show-error",
+                "http://\(listen)/metrics"])
+            #expect(other.status == 0 && other.stdout.contains("blueskyd_accounts{state=\"active\"} 1000"), "\(other.stderr)")
         }
     }
 }

@@ -18,6 +18,10 @@ struct ClientPolicy: Sendable, Hashable {
     /// A token's policy that allows everything (the token file's).
     static let unrestricted = ClientPolicy(name: "token-file", grant: nil, accounts: nil)
 
+    /// The name in metrics: a `[[client]]`'s, or `exec` for every token (program names would
+    /// make the label set grow without bound).
+    var metricsName: String { name.hasPrefix("exec:") ? "exec" : name }
+
     var policyRule: String { "policy = \"\(grant?.description ?? "")\"" }
     var accountsRule: String { "accounts = [" + (accounts ?? []).map { "\"\($0)\"" }.joined(separator: ", ") + "]" }
 

@@ -6,7 +6,7 @@ import TOMLKit
 extension DaemonConfiguration {
     /// The keys of the configuration file, in the order `etc/blueskyd.toml` documents them.
     static let fileKeys = [
-        "state_directory", "socket", "gateway_socket", "gateway_listen", "metrics_socket", "max_line_bytes", "max_requests_per_connection", "nameservers",
+        "state_directory", "socket", "gateway_socket", "gateway_listen", "metrics_socket", "metrics_listen", "metrics_per_account", "max_line_bytes", "max_requests_per_connection", "nameservers",
         "plc_url", "ca_file", "allow_insecure_loopback", "refresh_ahead_seconds", "retry_initial_seconds",
         "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
@@ -43,6 +43,10 @@ extension DaemonConfiguration {
         if let v = try reader.string("gateway_listen") {
             gatewayListen = try Self.parseGatewayListen(v, key: "gateway_listen", file: file, line: reader.line(of: "gateway_listen"))
         }
+        if let v = try reader.string("metrics_listen") {
+            metricsListen = try Self.parseGatewayListen(v, key: "metrics_listen", file: file, line: reader.line(of: "metrics_listen"))
+        }
+        if let v = try reader.bool("metrics_per_account") { metricsPerAccount = v }
         if let v = try reader.int("max_line_bytes", min: 1024) { maxLineBytes = v }
         if let v = try reader.int("max_requests_per_connection", min: 1) { maxRequestsPerConnection = v }
         if let v = try reader.strings("nameservers") { nameservers = v }
@@ -86,6 +90,9 @@ extension DaemonConfiguration {
         if let v = environment["BLUESKYD_METRICS_SOCKET"] { metricsSocket = v }
         if let v = environment["BLUESKYD_GATEWAY_LISTEN"] {
             gatewayListen = try Self.parseGatewayListen(v, key: "BLUESKYD_GATEWAY_LISTEN", file: nil, line: nil)
+        }
+        if let v = environment["BLUESKYD_METRICS_LISTEN"] {
+            metricsListen = try Self.parseGatewayListen(v, key: "BLUESKYD_METRICS_LISTEN", file: nil, line: nil)
         }
         if let v = environment["BLUESKYD_STORE_URL"], !v.isEmpty { storeURL = v }
         if let v = environment["BLUESKYD_LOG_LEVEL"], !v.isEmpty {

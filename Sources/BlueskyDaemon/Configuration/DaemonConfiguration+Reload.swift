@@ -41,6 +41,8 @@ extension DaemonConfiguration {
         case "gateway_socket": a.gatewaySocket == b.gatewaySocket
         case "gateway_listen": a.gatewayListen == b.gatewayListen
         case "metrics_socket": a.metricsSocket == b.metricsSocket
+        case "metrics_listen": a.metricsListen == b.metricsListen
+        case "metrics_per_account": a.metricsPerAccount == b.metricsPerAccount
         case "max_line_bytes": a.maxLineBytes == b.maxLineBytes
         case "max_requests_per_connection": a.maxRequestsPerConnection == b.maxRequestsPerConnection
         case "nameservers": a.nameservers == b.nameservers

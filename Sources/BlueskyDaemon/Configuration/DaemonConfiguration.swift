@@ -20,6 +20,11 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// The metrics socket (Prometheus text at GET /metrics): nil puts it beside the JSON-RPC
     /// socket (`metrics.sock`), "" turns it off.
     public var metricsSocket: String?
+    /// Also serve the metrics on this loopback TCP address, to any local user (nil: not).
+    public var metricsListen: LoopbackAddress?
+    /// Series per account (labelled with its DID) besides the totals; off by default, since
+    /// their number grows with the accounts.
+    public var metricsPerAccount: Bool = false
     /// Longest accepted request line, in bytes.
     public var maxLineBytes: Int
     /// Requests one connection may have in flight before the daemon stops reading it.
@@ -94,6 +99,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
         gatewaySocket = nil
         gatewayListen = nil
         metricsSocket = nil
+        metricsListen = nil
         // Room for an upload (`inputBase64`) of a 48 MB file: blobs travel inside one line.
         maxLineBytes = 64 << 20
         maxRequestsPerConnection = 64

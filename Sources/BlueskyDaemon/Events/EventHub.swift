@@ -41,6 +41,18 @@ final class EventHub: Sendable {
 
     var subscriberCount: Int { state.withLock { $0.subscribers.count } }
 
+    /// `events.gap` notices sent, and the events they said were missed (for metrics).
+    private let gaps = Atomic(0)
+    private let missed = Atomic(0)
+    var gapsSent: Int { gaps.load(ordering: .relaxed) }
+    var eventsMissed: Int { missed.load(ordering: .relaxed) }
+
+    /// A subscriber is told of a gap of `count` events (0: a history gap of unknown size).
+    func noteGap(missed count: Int) {
+        gaps.add(1, ordering: .relaxed)
+        missed.add(count, ordering: .relaxed)
+    }
+
     /// The most events any one subscriber has waiting (at most `backlogLimit` once replays are read).
     var largestBacklog: Int {
         state.withLock { $0.subscribers.values.map(\.backlogCount).max() ?? 0 }

@@ -118,8 +118,10 @@ final class EventSubscription: RPCNotificationStream, @unchecked Sendable {
         if let gap = pendingHistoryGap {
             lines.append(Self.gapLine(gap))
             pendingHistoryGap = nil
+            hub.noteGap(missed: 0)
         }
         if let dropped {
+            hub.noteGap(missed: dropped.count)
             lines.append(Self.gapLine([
                 "reason": "backlog", "missed": .number(Double(dropped.count)),
                 "firstMissedSeq": .number(Double(dropped.first)), "lastMissedSeq": .number(Double(dropped.last)),

@@ -40,10 +40,15 @@ struct GatewayRoutes: GatewayHandler {
             do throws(DaemonError) {
                 // Each policy in turn: the socket's, then the token's; each may fix the account.
                 for policy in policies where policy != .unrestricted {
-                    let session = try policy.account(call.account, in: proxy.registry)
-                    try policy.check(call, uploadType: upload?.contentType)
-                    call.account = session.id.uuidString
-                    account = session.id
+                    do throws(DaemonError) {
+                        let session = try policy.account(call.account, in: proxy.registry)
+                        try policy.check(call, uploadType: upload?.contentType)
+                        call.account = session.id.uuidString
+                        account = session.id
+                    } catch {
+                        if case .policyDenied = error { proxy.environment.metrics?.policyDenied(client: policy.metricsName) }
+                        throw error
+                    }
                 }
             } catch {
                 return Self.response(for: error)

@@ -23,6 +23,7 @@ struct DaemonMethods: RPCMethodHandler {
         do {
             return .success(try await dispatch(request, context: context))
         } catch {
+            if case .policyDenied = error { accounts.environment.metrics?.policyDenied(client: client?.metricsName ?? "exec") }
             return .failure(error.rpcError)
         }
     }
@@ -167,6 +168,8 @@ struct DaemonInfo: Sendable {
     let loopbackGateway: GatewayServer?
     /// The metrics socket, nil when off.
     var metricsSocketPath: String? = nil
+    /// The metrics' loopback TCP listener, when configured.
+    var loopbackMetrics: GatewayServer? = nil
     let stateDirectory: String
     let startedAt: Date
 
@@ -181,6 +184,7 @@ struct DaemonInfo: Sendable {
             // With the port bound, which `gateway_listen` may leave to the kernel (port 0).
             "gatewayListen": loopbackGateway.map { .string($0.boundDescription) } ?? .null,
             "metricsSocket": metricsSocketPath.map(JSONValue.string) ?? .null,
+            "metricsListen": loopbackMetrics.map { .string($0.boundDescription) } ?? .null,
             "stateDirectory": .string(stateDirectory),
             "startedAt": AccountView.timestamp(startedAt),
         ]

@@ -33,14 +33,45 @@ final class DaemonMetrics: Sendable {
     private let calls: [String: CoreMetrics.Counter]
     private let addedLatency: [Front: CoreMetrics.Timer]
     private let refusals: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
+    private let denials: Mutex<[String: CoreMetrics.Counter]> = Mutex([:])
+    private let refreshDuration: [AuthKind: CoreMetrics.Timer]
+    private let backoffWaits: [AuthKind: CoreMetrics.Counter]
+    private let backoffSeconds: CoreMetrics.Recorder
+    private let leasesTaken: CoreMetrics.Counter
+    private let leasesTakenOver: CoreMetrics.Counter
+    /// Values read at each scrape that only grow, and what was exported of them so far.
+    let exported = Mutex<[String: Int]>([:])
+    /// Per-account gauges (`metrics_per_account`), by DID.
+    let accountSeries = Mutex<[String: AccountSeries]>([:])
 
     /// Added latency buckets: 25 µs to 10 ms.
     static let latencyBuckets: [Duration] = [25, 50, 75, 100, 150, 200, 300, 500, 1_000, 2_500, 10_000].map { .microseconds($0) }
 
+    /// Refresh exchanges: 10 ms to 60 s (a nonce retry doubles one; a slow server stretches it).
+    static let refreshBuckets: [Duration] = [10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000]
+        .map { .milliseconds($0) }
+    /// Backoff waits: 1 s to 1 h (the default ceiling is 15 min).
+    static let backoffBuckets: [Double] = [1, 5, 15, 30, 60, 120, 300, 600, 900, 1_800, 3_600]
+
     init() {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.durationHistogramBuckets["blueskyd_proxy_added_latency_seconds"] = Self.latencyBuckets
+        factory.durationHistogramBuckets["blueskyd_refresh_duration_seconds"] = Self.refreshBuckets
+        factory.valueHistogramBuckets["blueskyd_backoff_wait_seconds"] = Self.backoffBuckets
         self.factory = factory
+        var refreshDuration: [AuthKind: CoreMetrics.Timer] = [:]
+        var backoffWaits: [AuthKind: CoreMetrics.Counter] = [:]
+        for kind in AuthKind.allCases {
+            refreshDuration[kind] = CoreMetrics.Timer(label: "blueskyd_refresh_duration_seconds", dimensions: [("kind", kind.rawValue)],
+                                                      factory: factory)
+            backoffWaits[kind] = CoreMetrics.Counter(label: "blueskyd_backoff_waits_total", dimensions: [("kind", kind.rawValue)],
+                                                     factory: factory)
+        }
+        self.refreshDuration = refreshDuration
+        self.backoffWaits = backoffWaits
+        backoffSeconds = CoreMetrics.Recorder(label: "blueskyd_backoff_wait_seconds", aggregate: true, factory: factory)
+        leasesTaken = CoreMetrics.Counter(label: "blueskyd_leases_taken_total", factory: factory)
+        leasesTakenOver = CoreMetrics.Counter(label: "blueskyd_leases_taken_over_total", factory: factory)
         var refreshes: [String: CoreMetrics.Counter] = [:]
         for kind in AuthKind.allCases {
             for outcome in RefreshOutcome.allCases {
@@ -80,12 +111,46 @@ final class DaemonMetrics: Sendable {
         let outcome: RefreshOutcome
         switch note {
         case .refreshed: outcome = .rotated
-        case .retrying: outcome = .transient
+        case .retrying(_, let delay):
+            outcome = .transient
+            backedOff(kind: kind, seconds: delay)
         case .needsLogin: outcome = .definitive
-        case .saveRefused: outcome = .saveRefused
+        case .saveRefused(_, let delay):
+            outcome = .saveRefused
+            backedOff(kind: kind, seconds: delay)
         case .adoptedNewerTokens, .savedOverByAnotherHost, .movedAway, .recordAltered: return
         }
         refreshes["\(kind.rawValue)/\(outcome.rawValue)"]?.increment()
+    }
+
+    /// An account entered a backoff of `seconds`.
+    private func backedOff(kind: AuthKind, seconds: TimeInterval) {
+        backoffWaits[kind]?.increment()
+        backoffSeconds.record(seconds)
+    }
+
+    /// One refresh's exchange with its server (from the claim to the answer, a nonce retry
+    /// included), whatever it brought.
+    func refreshExchange(kind: AuthKind, took duration: Duration) {
+        refreshDuration[kind]?.recordNanoseconds(max(0, duration.nanoseconds))
+    }
+
+    /// A refresh lease this host took in the shared store; `takenOver` when an earlier
+    /// refresh's outcome was never recorded (a host died holding it, or a crash).
+    func leaseTaken(takenOver: Bool) {
+        leasesTaken.increment()
+        if takenOver { leasesTakenOver.increment() }
+    }
+
+    /// A call a client's policy refused (`client`: its `[[client]]` name, or `exec`).
+    func policyDenied(client: String) {
+        let counter = denials.withLock { counters in
+            if let counter = counters[client] { return counter }
+            let made = CoreMetrics.Counter(label: "blueskyd_policy_denials_total", dimensions: [("client", client)], factory: factory)
+            counters[client] = made
+            return made
+        }
+        counter.increment()
     }
 
     /// One proxied call: its PDS status (nil: blueskyd's own error), how long it took in all,
@@ -107,25 +172,6 @@ final class DaemonMetrics: Sendable {
             return made
         }
         counter.increment()
-    }
-
-    /// The text exposition, with the gauges read now.
-    /// - Parameter outage: the store's current outage (when it began, writes refused since).
-    func exposition(accounts: AccountCensus, subscribers: Int, unsavedTokens: Int,
-                    outage: (since: Date, failedWrites: Int)? = nil, now: Date = Date()) -> [UInt8] {
-        for state in AccountState.allCases {
-            registry.makeGauge(name: "blueskyd_accounts", labels: [("state", state.rawValue)],
-                               help: "Registered accounts by state").set(Double(accounts.count(state)))
-        }
-        registry.makeGauge(name: "blueskyd_event_subscribers", help: "Connections subscribed to events")
-            .set(Double(subscribers))
-        registry.makeGauge(name: "blueskyd_unsaved_rotated_tokens", help: "Accounts holding rotated tokens the store has not saved yet")
-            .set(Double(unsavedTokens))
-        registry.makeGauge(name: "blueskyd_store_outage_seconds", help: "How long the account store has refused writes (0: it takes them)")
-            .set(outage.map { max(0, now.timeIntervalSince($0.since)) } ?? 0)
-        registry.makeGauge(name: "blueskyd_store_outage_failed_writes", help: "Writes the store refused during the current outage")
-            .set(Double(outage?.failedWrites ?? 0))
-        return registry.emitToBuffer()
     }
 }
 

@@ -76,6 +76,7 @@ extension AccountSession {
         switch claim {
         case .granted(let interruptedAt):
             apply(.claimGranted(interruptedAt: interruptedAt, at: startedAt))
+            if environment.store.sharedLease != nil { environment.metrics?.leaseTaken(takenOver: interruptedAt != nil) }
         case .superseded:
             return try await adoptRefreshDoneElsewhere()
         case .held(let holder, let until):
@@ -96,11 +97,13 @@ extension AccountSession {
             throw await failure(.transient(reason, retryAfter: nil), startedAt: startedAt)
         }
         let rotation: Result<RotatedSession, SessionError>
+        let exchangeStart = ContinuousClock.now
         do {
             rotation = .success(try await rotate(old, sendBy: sendBy))
         } catch {
             rotation = .failure(error)
         }
+        environment.metrics?.refreshExchange(kind: state.record.authKind, took: ContinuousClock.now - exchangeStart)
         guard state.record.secretsVersion == claimedVersion else {
             // Newer tokens arrived while the request was out: a new login replaced the session
             // (an upgrade to OAuth, a mended account), or another host's refresh was adopted.
