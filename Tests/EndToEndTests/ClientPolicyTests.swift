@@ -182,6 +182,32 @@ struct ClientPolicyTests {
             #expect(bad.status == 64 && bad.stderr.contains("'post-things' is not a permission"), "\(bad.stderr)")
         }
     }
+
+    @Test("the Python atproto SDK under bskyctl exec, pointed at the gateway by the environment alone (loopback TCP): within its policy it reads, posts, uploads an image and deletes")
+    func sdkUnderExec() async throws {
+        try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
+            try await fixture.loginAll()
+            let alice = fixture.accounts[0]
+            let run = try await CommandResult.run(Binaries.path("bskyctl"), [
+                "--socket", fixture.daemon.socketPath, "exec", "--account", alice.handle,
+                // The SDK declares its uploads as */*: a policy matches the declared media type,
+                // so it needs blob:*/* (blob:image/* serves programs that say image/png).
+                "--policy", "read repo:app.bsky.feed.post blob:*/*", "--",
+                "python3", GatewaySDKTests.script, "--from-env", "--blob-bytes", "200000",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            let result = try #require(run.json, "\(run.stdout) \(run.stderr)")
+            #expect(result["did"]?.stringValue == alice.did)
+            #expect(result["blobSize"]?.intValue == 200_000)
+            #expect(result["deleted"] == true)
+            // A like is outside the policy: the SDK gets 403 PolicyDenied as an XRPC error.
+            let like = try await CommandResult.run(Binaries.path("bskyctl"), [
+                "--socket", fixture.daemon.socketPath, "exec", "--policy", "read", "--", "/bin/sh", "-c",
+                #"curl -s "$ATPROTO_PDS_URL/xrpc/com.atproto.repo.createRecord" -H 'Content-Type: application/json' --data '{"repo":"\#(alice.did)","collection":"app.bsky.feed.like","record":{}}'"#,
+            ])
+            #expect(like.stdout.contains("\"PolicyDenied\"") && like.stdout.contains("repo:app.bsky.feed.like?action=create"), "\(like.stdout)")
+        }
+    }
 }
 
 extension Result {

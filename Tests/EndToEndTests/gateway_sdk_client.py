@@ -3,8 +3,12 @@
 No login: the SDK is pointed at the gateway and never holds a token. Prints one JSON object
 with what each call returned; exits non-zero on the first failure (its message on stderr).
 
-    gateway_sdk_client.py --socket PATH | --url http://127.0.0.1:PORT
+    gateway_sdk_client.py --socket PATH | --url http://127.0.0.1:PORT | --from-env
                           [--account HANDLE] [--blob-bytes N] [--loop-seconds S]
+
+--from-env: what `bskyctl exec` gives a program, and nothing else: the base URL from
+$ATPROTO_PDS_URL (its gateway token in the path), the socket from $BLUESKYD_XRPC_SOCKET when
+that URL is http://localhost.
 """
 import argparse
 import json
@@ -24,7 +28,12 @@ def main() -> int:
     parser.add_argument("--account")
     parser.add_argument("--blob-bytes", type=int, default=0)
     parser.add_argument("--loop-seconds", type=float, default=0)
+    parser.add_argument("--from-env", action="store_true")
     args = parser.parse_args()
+    if args.from_env:
+        args.url = os.environ["ATPROTO_PDS_URL"]
+        if args.url.startswith("http://localhost/"):
+            args.socket = os.environ["BLUESKYD_XRPC_SOCKET"]
 
     headers = {"atproto-account": args.account} if args.account else {}
     transport = httpx.HTTPTransport(uds=args.socket) if args.socket else None
