@@ -48,6 +48,8 @@ struct ClientPolicyConfigurationTests {
         ("[[client]]\nname = \"r\"\nsocket = \"/s\"\n[[client]]\nname = \"r\"\nsocket = \"/t\"\n",
          "c.toml:1: [[client]]: two clients are named 'r'"),
         ("client = \"r\"\n", "[[client]]: write each client as a [[client]] table"),
+        ("[[client]]\nname = \"r\"\nsocket = \"/s\"\npolicy = \"include:app.bsky.authFullApp\"\n",
+         "client 'r': 'include:app.bsky.authFullApp' is not a permission: a permission set (include:) is resolved by an authorization server"),
     ])
     func mistakes(toml: String, message: String) {
         var configuration = DaemonConfiguration(environment: environment)

@@ -64,7 +64,14 @@ struct ClientPolicy: Sendable, Hashable {
 extension ClientPolicy {
     /// A policy as configuration writes it; the error names the permission that cannot be read.
     static func parse(name: String, policy: String?, accounts: [String]?) throws(PermissionSyntaxError) -> ClientPolicy {
-        ClientPolicy(name: name, grant: try policy.map { text throws(PermissionSyntaxError) in try PermissionGrant(parsing: text) },
-                     accounts: accounts)
+        let grant = try policy.map { text throws(PermissionSyntaxError) in try PermissionGrant(parsing: text) }
+        for permission in grant?.permissions ?? [] {
+            // Only an authorization server resolves a set (from its Lexicon); a local policy
+            // that silently granted nothing for it would only puzzle.
+            if case .include(let text) = permission {
+                throw PermissionSyntaxError(permission: text, reason: "a permission set (include:) is resolved by an authorization server, not in a local policy; name its permissions")
+            }
+        }
+        return ClientPolicy(name: name, grant: grant, accounts: accounts)
     }
 }

@@ -83,7 +83,7 @@ extension DaemonConfiguration {
             }
             if let policy = client.policy {
                 do throws(PermissionSyntaxError) {
-                    _ = try PermissionGrant(parsing: policy)
+                    _ = try ClientPolicy.parse(name: name, policy: policy, accounts: nil)
                 } catch {
                     throw fail("client '\(name)': \(error.description)")
                 }
