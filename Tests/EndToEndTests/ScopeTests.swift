@@ -37,6 +37,13 @@ struct ScopeTests {
             #expect(testbed.oauthStats(did: alice.did).scopeRefusals == refusalsBefore + 1, "the testbed refused it")
             let event = try await events.waitFor("account.needsScope", did: alice.did)
             #expect(event["scope"]?.stringValue == "repo:app.bsky.feed.post?action=delete")
+            // The same refusal again: the error again, but no second event (a program retrying
+            // must not flood subscribers). The refresh's event, published after, closes the window.
+            let again = await fixture.rpcErrorValue { _ = try await fixture.daemon.call("xrpc.call", delete) }
+            #expect(again?.name == "ScopeMissing")
+            _ = try await fixture.daemon.call("accounts.refresh", ["account": .string(alice.did), "force": true])
+            try await events.waitFor("account.refreshed", did: alice.did)
+            #expect(events.kinds(of: alice.did).filter { $0 == "account.needsScope" }.count == 1, "\(events.kinds(of: alice.did))")
 
             // A gateway token whose policy allows every delete does not widen the grant.
             let script = """

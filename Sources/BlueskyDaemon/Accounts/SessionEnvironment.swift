@@ -28,6 +28,10 @@ final class SessionEnvironment: Sendable {
     /// The accounts holding rotated tokens the store has not saved yet: a stop tries them once
     /// more, and names those it could not keep.
     let unsaved = Mutex<Set<UUID>>([])
+    /// When each account was last said to lack a scope (`account.needsScope`), so that a
+    /// program repeating a refused call does not flood the subscribers. Kept here, not in the
+    /// sessions: it costs nothing until a scope is missing.
+    let scopeNotices = Mutex<[ScopeNotice: Date]>([:])
     /// Timing rules a configuration reload may change while accounts are live.
     private let timing: Mutex<AccountLifecycle.Rules>
     let upstreamTimeout: Duration

@@ -25,12 +25,15 @@ extension DaemonMethods {
             } catch {
                 throw .invalidParams(error.description, field: "policy")
             }
+            guard let connection = context.streams else {
+                throw .internalError("this connection cannot hold a token (no connection to tie it to)")
+            }
             // Each named account must exist now: a typo is an error, not a token for nothing.
             for name in names ?? [] { _ = try accounts.registry.session(name) }
             let token = tokens.issue(policy)
             // The token lives as long as this connection: bskyctl holds it open while the program
             // runs, so the token ends when it exits, however it exits (even killed).
-            context.streams?.whenClosed { [tokens] in tokens.revoke(token) }
+            connection.whenClosed { [tokens] in tokens.revoke(token) }
             logger.info("gateway token issued", metadata: [
                 "client": "\(policy.name)", "policy": "\(policy.grant?.description ?? "(none)")",
                 "accounts": "\(names?.joined(separator: ",") ?? "any")", "pid": "\(context.peer.pid)",

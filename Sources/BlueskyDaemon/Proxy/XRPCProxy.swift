@@ -47,7 +47,18 @@ struct XRPCProxy: Sendable {
     func checkScope(_ response: InboundResponse, call: XRPCCall, session: AccountSession) async throws(DaemonError) {
         guard response.status == 403 || response.status == 401 || response.status == 400,
               let body = XRPCErrorBody(response: response), let scope = Self.missingScope(body) else { return }
-        await session.publish(.accountNeedsScope, fields: ["scope": .string(scope), "nsid": .string(call.nsid)])
+        let notice = ScopeNotice(account: session.id, scope: scope, secretsVersion: await session.record.secretsVersion)
+        let now = environment.now()
+        let isNew = environment.scopeNotices.withLock { notices in
+            // Once per scope and session, again after ten minutes; a new login is a new session.
+            if let last = notices[notice], now.timeIntervalSince(last) < 600 { return false }
+            if notices.count > 10_000 { notices.removeAll() }
+            notices[notice] = now
+            return true
+        }
+        if isNew {
+            await session.publish(.accountNeedsScope, fields: ["scope": .string(scope), "nsid": .string(call.nsid)])
+        }
         throw .scopeMissing(account: session.id, scope: scope, reason: body.message ?? body.error ?? "refused")
     }
 
@@ -134,4 +145,11 @@ struct XRPCProxy: Sendable {
         }
         return .object(fields)
     }
+}
+
+/// One account lacking one scope, in one session (its tokens' version).
+struct ScopeNotice: Hashable, Sendable {
+    var account: UUID
+    var scope: String
+    var secretsVersion: Int64
 }
