@@ -7,10 +7,15 @@ import RPCServer
 struct WriteJournal: Sendable {
     let logger: Logger
 
-    func record(_ call: XRPCCall, account: UUID?, peer: PeerCredentials?, client: ClientPolicy?, outcome: String) {
+    func record(_ call: XRPCCall, account: UUID?, peer: PeerCredentials?, client: ClientPolicy?, status: Int) {
+        record(call, account: account, peer: peer, client: client, outcome: { String(status) })
+    }
+
+    /// `outcome`: the PDS's status, or the error's name; made only for a write.
+    func record(_ call: XRPCCall, account: UUID?, peer: PeerCredentials?, client: ClientPolicy?, outcome: () -> String) {
         guard call.kind == .procedure else { return }
         var metadata: Logger.Metadata = [
-            "nsid": "\(call.nsid)", "outcome": "\(outcome)",
+            "nsid": "\(call.nsid)", "outcome": "\(outcome())",
             "account": "\(account.map { $0.uuidString.lowercased() } ?? call.account ?? "default")",
             "client": "\(client?.name ?? "unrestricted")",
         ]

@@ -19,8 +19,8 @@ struct GatewayRoutes: GatewayHandler {
 
     func respond(to request: GatewayRequest) async -> GatewayResponse {
         var request = request
-        let caller = GatewayCaller(uri: request.uri, headers: request.headers)
         var policies: [ClientPolicy] = client.map { [$0] } ?? []
+        let caller = GatewayCaller(uri: request.uri, headers: request.headers)
         if let token = caller.token {
             guard let policy = tokens.policy(of: token) else {
                 return .xrpcError(.unauthorized, GatewayErrorName.gatewayTokenInvalid.rawValue,
@@ -38,58 +38,64 @@ struct GatewayRoutes: GatewayHandler {
         case .call(var call, let upload):
             var account: UUID?
             do throws(DaemonError) {
-                // Each policy in turn: the socket's, then the token's; each may fix the account.
-                for policy in policies where policy != .unrestricted {
-                    do throws(DaemonError) {
-                        let session = try policy.account(call.account, in: proxy.registry)
-                        try policy.check(call, uploadType: upload?.contentType)
-                        call.account = session.id.uuidString
-                        account = session.id
-                    } catch {
-                        if case .policyDenied = error { proxy.environment.metrics?.policyDenied(client: policy.metricsName) }
-                        throw error
-                    }
-                }
+                account = try admit(&call, upload: upload, policies: policies)
             } catch {
                 return Self.response(for: error)
             }
-            let journal = WriteJournal(logger: logger)
-            let client = policies.last
             let response = await forward(call, upload: upload)
-            journal.record(call, account: account, peer: request.peer, client: client, outcome: String(response.status.code))
+            WriteJournal(logger: logger).record(call, account: account, peer: request.peer, client: policies.last,
+                                                status: Int(response.status.code))
             return response
         }
     }
 
-    private func forward(_ call: XRPCCall, upload: XRPCRoute.Upload?) async -> GatewayResponse {
+    /// Holds `call` to each policy in turn (the socket's, then the token's), each of which may
+    /// fix its account; returns the account fixed.
+    private func admit(_ call: inout XRPCCall, upload: XRPCRoute.Upload?, policies: [ClientPolicy]) throws(DaemonError) -> UUID? {
+        var account: UUID?
+        for policy in policies where policy != .unrestricted {
             do throws(DaemonError) {
-                // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
-                // blobs), are passed on as they come; other answers are JSON views, held whole.
-                guard upload != nil || call.nsid.hasPrefix("com.atproto.sync.") else {
-                    let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
-                        try await proxy.forward(call, upstream: upstream)
-                    }
-                    return Self.passedOn(answer)
-                }
-                let answer: XRPCProxy.ProxiedAnswer
-                do throws(DaemonError) {
-                    answer = try await proxy.forwardStreamed(call, upload: upload.map { ($0.chunks, $0.contentType) })
-                } catch {
-                    proxy.environment.metrics?.proxiedCall(front: .gateway, status: nil, total: .zero, upstream: nil)
-                    throw error
-                }
-                switch answer {
-                case .whole(let whole):
-                    proxy.environment.metrics?.proxiedCall(front: .gateway, status: whole.status, total: .zero, upstream: nil)
-                    try await proxy.checkScope(whole, call: call, session: try proxy.registry.session(call.account))
-                    return Self.passedOn(whole)
-                case .streamed(let streamed):
-                    proxy.environment.metrics?.proxiedCall(front: .gateway, status: streamed.status, total: .zero, upstream: nil)
-                    return Self.passedOn(streamed, stallTimeout: proxy.environment.upstreamTimeout)
-                }
+                let session = try policy.account(call.account, in: proxy.registry)
+                try policy.check(call, uploadType: upload?.contentType)
+                call.account = session.id.uuidString
+                account = session.id
             } catch {
-                return Self.response(for: error)
+                if case .policyDenied = error { proxy.environment.metrics?.policyDenied(client: policy.metricsName) }
+                throw error
             }
+        }
+        return account
+    }
+
+    private func forward(_ call: XRPCCall, upload: XRPCRoute.Upload?) async -> GatewayResponse {
+        do throws(DaemonError) {
+            // Uploads past the whole-body limit, and the sync namespace's answers (CAR files,
+            // blobs), are passed on as they come; other answers are JSON views, held whole.
+            guard upload != nil || call.nsid.hasPrefix("com.atproto.sync.") else {
+                let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
+                    try await proxy.forward(call, upstream: upstream)
+                }
+                return Self.passedOn(answer)
+            }
+            let answer: XRPCProxy.ProxiedAnswer
+            do throws(DaemonError) {
+                answer = try await proxy.forwardStreamed(call, upload: upload.map { ($0.chunks, $0.contentType) })
+            } catch {
+                proxy.environment.metrics?.proxiedCall(front: .gateway, status: nil, total: .zero, upstream: nil)
+                throw error
+            }
+            switch answer {
+            case .whole(let whole):
+                proxy.environment.metrics?.proxiedCall(front: .gateway, status: whole.status, total: .zero, upstream: nil)
+                try await proxy.checkScope(whole, call: call, session: try proxy.registry.session(call.account))
+                return Self.passedOn(whole)
+            case .streamed(let streamed):
+                proxy.environment.metrics?.proxiedCall(front: .gateway, status: streamed.status, total: .zero, upstream: nil)
+                return Self.passedOn(streamed, stallTimeout: proxy.environment.upstreamTimeout)
+            }
+        } catch {
+            return Self.response(for: error)
+        }
     }
 
     /// The PDS's answer with the headers a client reads: its media type, rate limits,
