@@ -208,6 +208,39 @@ struct ClientPolicyTests {
             #expect(like.stdout.contains("\"PolicyDenied\"") && like.stdout.contains("repo:app.bsky.feed.like?action=create"), "\(like.stdout)")
         }
     }
+
+    @Test("bskyctl killed (SIGKILL) while its program runs: the token ends with its connection")
+    func killedExec() async throws {
+        try await EndToEndFixture.with(names: ["alice"]) { fixture in
+            try await fixture.loginAll()
+            let tokenFile = fixture.directory.file("token")
+            let exec = Process()
+            exec.executableURL = URL(fileURLWithPath: Binaries.path("bskyctl"))
+            exec.arguments = ["--socket", fixture.daemon.socketPath, "exec", "--", "/bin/sh", "-c",
+                              "echo \"$$ $BLUESKYD_GATEWAY_TOKEN\" > \(tokenFile).new && mv \(tokenFile).new \(tokenFile) && exec sleep 120"]
+            try exec.run()
+            defer { if exec.isRunning { exec.terminate() } }
+            #expect(await eventually { FileManager.default.fileExists(atPath: tokenFile) }, "the program started")
+            // The program's pid (it stays, orphaned, once bskyctl is killed) and its token.
+            let written = try String(contentsOfFile: tokenFile, encoding: .utf8).split(separator: " ")
+            let (program, token) = (Int32(written[0]) ?? 0, written[1].trimmingCharacters(in: .whitespacesAndNewlines))
+            defer { if program > 0 { kill(program, SIGKILL) } }
+            let live = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/t/\(token)/xrpc/com.atproto.server.getSession")
+            #expect(live.status == 200, "\(live.body)")
+            kill(exec.processIdentifier, SIGKILL)
+            // The daemon learns of the closed connection as the kernel closes it; the program
+            // lives on, orphaned, and its token is dead.
+            let revoked = await eventually {
+                (try? await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/t/\(token)/xrpc/com.atproto.server.getSession"))?.status == 401
+            }
+            #expect(kill(program, 0) == 0, "the program still runs")
+            // Then it goes too (Foundation counts bskyctl as running while a child it left holds
+            // the descriptor it watches).
+            kill(program, SIGKILL)
+            exec.waitUntilExit()
+            #expect(revoked, "the token outlived bskyctl")
+        }
+    }
 }
 
 extension Result {

@@ -5,7 +5,8 @@ import RPCServer
 import ServiceLifecycle
 import XRPCGateway
 
-/// The servers of the `[[client]]` sockets, and the gateway's token file.
+/// The servers besides the main sockets: the `[[client]]` sockets, the metrics listeners, and
+/// the gateway's token file.
 extension Daemon {
     /// Each client's JSON-RPC and gateway sockets, held to its policy.
     func clientServers(methods: DaemonMethods, routes: GatewayRoutes,
