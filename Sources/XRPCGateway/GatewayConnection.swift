@@ -11,6 +11,7 @@ import Synchronization
 struct GatewayConnection: Sendable {
     let channel: NIOAsyncChannel<HTTPServerRequestPart, Never>
     let peer: PeerCredentials?
+    let loopbackSocket: LoopbackClientSocket?
     let handler: any GatewayHandler
     let admission: GatewayAdmission
     /// Bodies up to this many bytes are held whole; larger ones, or of unknown length, stream.
@@ -52,7 +53,8 @@ struct GatewayConnection: Sendable {
             guard let whole = try await parts.wholeBody() else { return false }  // the client left mid-request
             body = .whole(whole)
         }
-        let request = GatewayRequest(method: head.method, uri: head.uri, headers: head.headers, body: body, peer: peer)
+        var request = GatewayRequest(method: head.method, uri: head.uri, headers: head.headers, body: body, peer: peer)
+        request.loopbackSocket = loopbackSocket
         let response = await handler.respond(to: request)
         // A streamed body the handler did not read to its end leaves the connection mid-message.
         let keepAlive = head.isKeepAlive && !isShuttingDown() && parts.atMessageEnd

@@ -2,6 +2,7 @@ import BlueskyHTTP
 import JSONRPC
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import RPCServer
 
 /// A request's body: small ones held whole (a call can then be sent again after a refresh),
@@ -26,6 +27,8 @@ public struct GatewayRequest: Sendable {
     /// Who sent it (the Unix socket's peer credentials, or the uid a loopback client's socket
     /// belongs to).
     public var peer: PeerCredentials?
+    /// On loopback TCP: the client's socket in the kernel's table.
+    public var loopbackSocket: LoopbackClientSocket?
 
     public init(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: GatewayRequestBody, peer: PeerCredentials?) {
         self.method = method
@@ -43,6 +46,20 @@ public struct GatewayRequest: Sendable {
     /// The query after `?`, nil when there is none.
     public var query: Substring? {
         uri.firstIndex(of: "?").map { uri[uri.index(after: $0)...] }
+    }
+}
+
+extension GatewayRequest {
+    /// The pid of the process that sent it: its peer credentials' on a Unix socket; on TCP the
+    /// process holding the client's socket, looked for in /proc (on NIO's blocking pool: it reads
+    /// every descriptor of the user's processes, so only what needs it asks, a write's journal
+    /// line). Nil when it cannot be found.
+    public func senderProcess() async -> Int32? {
+        if let pid = peer?.pid, pid > 0 { return pid }
+        guard let socket = loopbackSocket else { return nil }
+        return try? await NIOThreadPool.singleton.runIfActive {
+            LoopbackPeerOwner.process(holdingSocket: socket.inode, uid: socket.uid)
+        }
     }
 }
 

@@ -13,17 +13,20 @@ struct AcceptedGatewayConnection: Sendable {
     /// writes its replies: no async writer between the answer and the socket.
     var channel: NIOAsyncChannel<HTTPServerRequestPart, Never>
     var peer: PeerCredentials?
+    /// On TCP: the client's socket in the kernel's table.
+    var loopbackSocket: LoopbackClientSocket?
 }
 
 extension GatewayServer {
-    /// The loopback client's uid, from the kernel's socket table (read on NIO's blocking pool);
-    /// no pid (TCP does not carry one), and nil when the table does not show the client.
-    static func loopbackPeer(of channel: any Channel) -> EventLoopFuture<PeerCredentials?> {
+    /// The loopback client's socket in the kernel's table (read on NIO's blocking pool): its
+    /// uid, and its inode, which finds its process when a write needs it (TCP carries no pid);
+    /// nil when the table does not show the client.
+    static func loopbackSocket(of channel: any Channel) -> EventLoopFuture<LoopbackClientSocket?> {
         guard let client = channel.remoteAddress, let server = channel.localAddress else {
             return channel.eventLoop.makeSucceededFuture(nil)
         }
         return NIOThreadPool.singleton.runIfActive(eventLoop: channel.eventLoop) {
-            LoopbackPeerOwner.uid(client: client, server: server).map { PeerCredentials(pid: 0, uid: $0, gid: 0) }
+            LoopbackPeerOwner.socket(client: client, server: server)
         }.recover { _ in nil }
     }
 }

@@ -65,15 +65,21 @@ public final class GatewayServer: Sendable {
             address: listener.address, group: configuration.eventLoopGroup, gracePeriod: configuration.shutdownGracePeriod,
             logger: logger, label: "gateway",
             accept: { channel in
-                let peer: EventLoopFuture<PeerCredentials?>
-                if case .loopback = listener { peer = Self.loopbackPeer(of: channel) } else { peer = PeerCredentials.read(from: channel) }
-                return peer.flatMapThrowing { peer in
+                let peer: EventLoopFuture<(PeerCredentials?, LoopbackClientSocket?)>
+                if case .loopback = listener {
+                    peer = Self.loopbackSocket(of: channel).map { socket in
+                        (socket.map { PeerCredentials(pid: 0, uid: $0.uid, gid: 0) }, socket)
+                    }
+                } else {
+                    peer = PeerCredentials.read(from: channel).map { ($0, nil) }
+                }
+                return peer.flatMapThrowing { peer, socket in
                     // No pipelining assistance: each connection's requests are read and
                     // answered one after another by its task already.
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                         withPipeliningAssistance: false, withErrorHandling: true)
                     return AcceptedGatewayConnection(
-                        channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer)
+                        channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), peer: peer, loopbackSocket: socket)
                 }
             },
             channelOf: { $0.channel.channel },
@@ -82,7 +88,8 @@ public final class GatewayServer: Sendable {
                 var admission = GatewayAdmission(allowedUID: configuration.allowedUID, port: context.boundPort,
                                                  vouchedFor: configuration.vouchedFor)
                 admission.anyUser = configuration.anyUser
-                await GatewayConnection(channel: accepted.channel, peer: accepted.peer, handler: handler, admission: admission,
+                await GatewayConnection(channel: accepted.channel, peer: accepted.peer, loopbackSocket: accepted.loopbackSocket,
+                                        handler: handler, admission: admission,
                                         wholeBodyLimit: configuration.wholeBodyLimit, refused: configuration.refused,
                                         isShuttingDown: context.isShuttingDown, logger: logger).serve()
             })

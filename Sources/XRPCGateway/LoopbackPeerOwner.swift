@@ -12,19 +12,53 @@ enum LoopbackPeerOwner {
     /// does not show it (another network namespace, a /proc mounted with hidepid, a client
     /// that already left). Reads /proc: call it off the event loops.
     static func uid(client: SocketAddress, server: SocketAddress) -> UInt32? {
+        socket(client: client, server: server)?.uid
+    }
+
+    /// The client's socket as the table shows it: its owner and its inode.
+    static func socket(client: SocketAddress, server: SocketAddress) -> LoopbackClientSocket? {
         guard let clientKey = key(client), let serverKey = key(server) else { return nil }
         let table = clientKey.count > 13 ? "/proc/net/tcp6" : "/proc/net/tcp"
         guard let text = read(table) else { return nil }
-        return uid(in: text, local: clientKey, remote: serverKey)
+        return socket(in: text, local: clientKey, remote: serverKey)
     }
 
     /// The uid on the row whose local address is `local` and remote address `remote` (both
     /// spelled as the table spells them, `0100007F:1F90`).
     static func uid(in table: String, local: String, remote: String) -> UInt32? {
+        socket(in: table, local: local, remote: remote)?.uid
+    }
+
+    static func socket(in table: String, local: String, remote: String) -> LoopbackClientSocket? {
         for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-            guard fields.count > 7, fields[1] == local, fields[2] == remote else { continue }
-            return UInt32(fields[7])
+            guard fields.count > 9, fields[1] == local, fields[2] == remote, let uid = UInt32(fields[7]) else { continue }
+            return LoopbackClientSocket(uid: uid, inode: UInt64(fields[9]) ?? 0)
+        }
+        return nil
+    }
+
+    /// The process holding the socket `inode` among `uid`'s (whose descriptors the daemon's
+    /// user may read): `/proc/<pid>/fd/*` links to `socket:[<inode>]`. Nil once the client has
+    /// closed it, or when /proc hides it. Reads /proc: call it off the event loops.
+    static func process(holdingSocket inode: UInt64, uid: UInt32) -> Int32? {
+        guard inode != 0, let processes = opendir("/proc") else { return nil }
+        defer { closedir(processes) }
+        let wanted = "socket:[\(inode)]"
+        var link = [CChar](repeating: 0, count: 64)
+        while let entry = readdir(processes) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard let pid = Int32(name) else { continue }
+            var info = stat()
+            guard stat("/proc/\(name)", &info) == 0, info.st_uid == uid, let fds = opendir("/proc/\(name)/fd") else { continue }
+            defer { closedir(fds) }
+            while let fd = readdir(fds) {
+                let fdName = withUnsafeBytes(of: fd.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                guard fdName.first?.isNumber == true else { continue }
+                let length = readlink("/proc/\(name)/fd/\(fdName)", &link, link.count - 1)
+                guard length > 0 else { continue }
+                if String(decoding: link[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self) == wanted { return pid }
+            }
         }
         return nil
     }
@@ -77,4 +111,11 @@ enum LoopbackPeerOwner {
         }
         return String(decoding: data, as: UTF8.self)
     }
+}
+
+/// A loopback TCP client's socket, as the kernel's socket table shows it.
+public struct LoopbackClientSocket: Sendable, Hashable {
+    public var uid: UInt32
+    /// Its inode: what `/proc/<pid>/fd` links of the process holding it name.
+    public var inode: UInt64
 }

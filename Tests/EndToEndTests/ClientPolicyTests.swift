@@ -241,6 +241,24 @@ struct ClientPolicyTests {
             #expect(revoked, "the token outlived bskyctl")
         }
     }
+
+    @Test("a write over loopback TCP: the journal names the process holding the client's socket, found in /proc")
+    func journalOverTCP() async throws {
+        try await EndToEndFixture.with(names: ["alice"], logLevel: "info", daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
+            try await fixture.loginAll()
+            let alice = fixture.accounts[0]
+            let address = try #require(try await fixture.daemon.call("daemon.info")["gatewayListen"]?.stringValue)
+            let post = try await CommandResult.run("/usr/bin/curl", [
+                "--silent", "--show-error", "-H", "Content-Type: application/json",
+                "--data", String(decoding: Self.post(alice.did, "over tcp").encoded(), as: UTF8.self),
+                "http://\(address)/xrpc/com.atproto.repo.createRecord",
+            ])
+            #expect(post.status == 0 && post.stdout.contains("\"uri\""), "\(post.stdout) \(post.stderr)")
+            let line = try #require(fixture.daemon.log.split(separator: "\n").first { $0.contains("xrpc write") })
+            #expect(line.contains("exe=/usr/bin/curl"), "\(line)")
+            #expect(!line.contains("pid=?"), "\(line)")
+        }
+    }
 }
 
 extension Result {

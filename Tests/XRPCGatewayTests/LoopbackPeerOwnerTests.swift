@@ -42,5 +42,15 @@ import Testing
         }
         let uid = LoopbackPeerOwner.uid(client: client.localAddress!, server: client.remoteAddress!)
         #expect(uid == getuid())
+        // And the process holding the client's socket is this one (what a write's journal line names).
+        let socket = try #require(LoopbackPeerOwner.socket(client: client.localAddress!, server: client.remoteAddress!))
+        #expect(socket.inode > 0)
+        #expect(LoopbackPeerOwner.process(holdingSocket: socket.inode, uid: socket.uid) == getpid())
+        #expect(LoopbackPeerOwner.process(holdingSocket: socket.inode &+ 1_000_000_007, uid: socket.uid) == nil)
+    }
+
+    @Test func theClientsRowGivesItsInode() {
+        #expect(LoopbackPeerOwner.socket(in: table, local: "0100007F:C822", remote: "0100007F:256F")
+                == LoopbackClientSocket(uid: 1001, inode: 31338))
     }
 }

@@ -7,23 +7,23 @@ import RPCServer
 struct WriteJournal: Sendable {
     let logger: Logger
 
-    func record(_ call: XRPCCall, account: UUID?, peer: PeerCredentials?, client: ClientPolicy?, status: Int) {
-        record(call, account: account, peer: peer, client: client, outcome: { String(status) })
+    func record(_ call: XRPCCall, account: UUID?, pid: Int32?, client: ClientPolicy?, status: Int) {
+        record(call, account: account, pid: pid, client: client, outcome: { String(status) })
     }
 
-    /// `outcome`: the PDS's status, or the error's name; made only for a write.
-    func record(_ call: XRPCCall, account: UUID?, peer: PeerCredentials?, client: ClientPolicy?, outcome: () -> String) {
+    /// `pid`: the caller's process, nil when it could not be found; `outcome`: the PDS's
+    /// status, or the error's name; made only for a write.
+    func record(_ call: XRPCCall, account: UUID?, pid: Int32?, client: ClientPolicy?, outcome: () -> String) {
         guard call.kind == .procedure else { return }
         var metadata: Logger.Metadata = [
             "nsid": "\(call.nsid)", "outcome": "\(outcome())",
             "account": "\(account.map { $0.uuidString.lowercased() } ?? call.account ?? "default")",
             "client": "\(client?.name ?? "unrestricted")",
         ]
-        if let peer, peer.pid > 0 {
-            metadata["pid"] = "\(peer.pid)"
-            metadata["exe"] = "\(Self.executable(of: peer.pid) ?? "?")"
+        if let pid, pid > 0 {
+            metadata["pid"] = "\(pid)"
+            metadata["exe"] = "\(Self.executable(of: pid) ?? "?")"
         } else {
-            // A loopback TCP client: the kernel's socket table gives its uid, not its process.
             metadata["pid"] = "?"
         }
         logger.info("xrpc write", metadata: metadata)

@@ -42,9 +42,18 @@ struct GatewayRoutes: GatewayHandler {
             } catch {
                 return Self.response(for: error)
             }
+            let journal = WriteJournal(logger: logger)
+            guard call.kind == .procedure, request.peer?.pid ?? 0 <= 0, request.loopbackSocket != nil else {
+                let response = await forward(call, upload: upload)
+                journal.record(call, account: account, pid: request.peer?.pid, client: policies.last,
+                               status: Int(response.status.code))
+                return response
+            }
+            // A write over TCP: its process is looked for while the call is made (the client is
+            // surely there, its connection open).
+            async let sender = request.senderProcess()
             let response = await forward(call, upload: upload)
-            WriteJournal(logger: logger).record(call, account: account, peer: request.peer, client: policies.last,
-                                                status: Int(response.status.code))
+            journal.record(call, account: account, pid: await sender, client: policies.last, status: Int(response.status.code))
             return response
         }
     }

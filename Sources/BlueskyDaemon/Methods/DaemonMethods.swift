@@ -114,12 +114,12 @@ struct DaemonMethods: RPCMethodHandler {
             if logger.logLevel <= .debug {
                 logger.debug("xrpc call", metadata: callMetadata(call, outcome: result["status"]?.intValue.map(String.init) ?? "?"))
             }
-            journal.record(call, account: account, peer: peer, client: client,
+            journal.record(call, account: account, pid: peer.pid, client: client,
                            outcome: { result["status"]?.intValue.map(String.init) ?? "?" })
             return result
         } catch {
             logger.notice("xrpc call failed", metadata: callMetadata(call, outcome: error.rpcError.name))
-            journal.record(call, account: account, peer: peer, client: client, outcome: { error.rpcError.name })
+            journal.record(call, account: account, pid: peer.pid, client: client, outcome: { error.rpcError.name })
             throw error
         }
     }
