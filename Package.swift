@@ -37,7 +37,7 @@ let package = Package(
         // atproto syntax: handles, DIDs, NSIDs (no dependencies).
         .target(name: "ATSyntax"),
         // atproto's permission syntax: OAuth scopes and blueskyd's client policies.
-        .target(name: "ATPermissions"),
+        .target(name: "ATPermissions", dependencies: ["WebBasics"]),
         // What every layer spells alike, with no dependencies: base64url, URL origins.
         .target(name: "WebBasics"),
         // Outbound HTTPS: one client, trust anchors, the plain-http policy.

@@ -1,3 +1,5 @@
+import WebBasics
+
 /// `application/x-www-form-urlencoded` (the HTML form encoding RFC 6749 Appendix B uses for
 /// every OAuth request body and for the callback's query).
 ///
@@ -93,29 +95,6 @@ public enum FormEncoding {
 
     /// Decodes one component: `+` is a space, `%XX` a byte.
     public static func decodeComponent(_ text: some StringProtocol) -> String? {
-        var output: [UInt8] = []
-        var bytes = Array(text.utf8)[...]
-        while let byte = bytes.popFirst() {
-            switch byte {
-            case UInt8(ascii: "+"):
-                output.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard bytes.count >= 2, let high = hexValue(bytes.popFirst()!), let low = hexValue(bytes.popFirst()!)
-                else { return nil }
-                output.append(high << 4 | low)
-            default:
-                output.append(byte)
-            }
-        }
-        return String(validating: output, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        PercentDecoding.decode(text, plusIsSpace: true)
     }
 }

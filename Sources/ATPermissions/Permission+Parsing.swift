@@ -1,3 +1,5 @@
+import WebBasics
+
 /// Why a permission cannot be read, in words that name it.
 public struct PermissionSyntaxError: Error, Hashable, Sendable, CustomStringConvertible {
     public var permission: String
@@ -123,23 +125,7 @@ extension Permission {
     }
 
     private static func percentDecoded(_ text: Substring) -> String? {
-        var bytes: [UInt8] = []
-        var iterator = Array(text.utf8).makeIterator()
-        while let byte = iterator.next() {
-            guard byte == UInt8(ascii: "%") else { bytes.append(byte); continue }
-            guard let high = iterator.next().flatMap(hexValue), let low = iterator.next().flatMap(hexValue) else { return nil }
-            bytes.append(high << 4 | low)
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
+        PercentDecoding.decode(text, plusIsSpace: false)
     }
 
     /// Loose NSID shape (the daemon checks the call's own NSID strictly): dotted segments of

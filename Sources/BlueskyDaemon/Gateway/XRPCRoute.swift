@@ -3,6 +3,7 @@ import BlueskyHTTP
 import Foundation
 import NIOCore
 import NIOHTTP1
+import WebBasics
 import XRPC
 import XRPCGateway
 
@@ -109,7 +110,7 @@ enum XRPCRoute {
     private static func decode(_ text: Substring) -> String {
         // Most values need neither step (DIDs, handles, cursors, numbers).
         guard text.utf8.contains(where: { $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "%") }) else { return String(text) }
-        let spaced = text.replacingOccurrences(of: "+", with: " ")
-        return spaced.removingPercentEncoding ?? spaced
+        // A broken escape goes on as written (the PDS judges it), its `+` still a space.
+        return PercentDecoding.decode(text, plusIsSpace: true) ?? text.replacingOccurrences(of: "+", with: " ")
     }
 }
