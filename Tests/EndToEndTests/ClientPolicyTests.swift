@@ -259,6 +259,39 @@ struct ClientPolicyTests {
             #expect(!line.contains("pid=?"), "\(line)")
         }
     }
+
+    @Test("a large upload outside a client's policy is refused and never reaches the PDS; within it, the upload streams through; the main socket is unaffected")
+    func streamedUploadUnderPolicy() async throws {
+        let sockets = try TemporaryDirectory("blueskyd-clients")
+        defer { sockets.remove() }
+        let config = """
+            [[client]]
+            name = "photos"
+            gateway_socket = "\(sockets.file("photos-xrpc.sock"))"
+            policy = "read blob:image/*"
+            """
+        try await EndToEndFixture.with(names: ["alice"], daemonConfigFile: { _ in config }) { fixture in
+            try await fixture.loginAll()
+            let socket = sockets.file("photos-xrpc.sock")
+            let file = sockets.file("blob")
+            // 5 MB: past the 1 MiB the gateway holds whole, so it would stream.
+            try Data((0..<5_000_000).map { UInt8(truncatingIfNeeded: $0) }).write(to: URL(fileURLWithPath: file))
+            let uploadsBefore = fixture.testbed.requestCount(nsid: "com.atproto.repo.uploadBlob")
+            let video = try await GatewayTests.curl(socket, "/xrpc/com.atproto.repo.uploadBlob", [
+                "-H", "Content-Type: video/mp4", "--data-binary", "@\(file)"])
+            #expect(video.status == 403 && video.error == "PolicyDenied", "\(video.status) \(video.body)")
+            #expect(video.json?["permission"]?.stringValue == "blob:video/mp4")
+            #expect(fixture.testbed.requestCount(nsid: "com.atproto.repo.uploadBlob") == uploadsBefore, "nothing reached the PDS")
+            let image = try await GatewayTests.curl(socket, "/xrpc/com.atproto.repo.uploadBlob", [
+                "-H", "Content-Type: image/png", "--data-binary", "@\(file)"])
+            #expect(image.status == 200, "\(image.body)")
+            #expect(image.json?["blob"]?["size"]?.intValue == 5_000_000)
+            // The main gateway socket, unrestricted, was never affected.
+            let main = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/xrpc/com.atproto.repo.uploadBlob", [
+                "-H", "Content-Type: video/mp4", "--data-binary", "@\(file)"])
+            #expect(main.status == 200, "\(main.body)")
+        }
+    }
 }
 
 extension Result {
