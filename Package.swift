@@ -165,7 +165,7 @@ let package = Package(
             "ATIdentity", "WebBasics",
         ]),
         .testTarget(name: "ATTestbedTests", dependencies: [
-            "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC",
+            "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC", "WebBasics",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"],

@@ -8,6 +8,8 @@ public enum AnswerTarget: Hashable, Sendable {
     case oauth(OAuthEndpoint)
     case plc
     case handleWellKnown
+    /// An endpoint of the Mastodon-compatible instance.
+    case mastodon(MastodonEndpoint)
 }
 
 /// How an answer misbehaves on the wire, after the server has acted on the request (a refresh
@@ -71,6 +73,7 @@ extension Router {
             return .xrpc(String(request.path.dropFirst("/xrpc/".count)))
         }
         if host == context.plcHost { return .plc }
+        if host == mastodon.host { return MastodonEndpoint(method: request.method, path: request.path).map(AnswerTarget.mastodon) }
         if host == authorizationServer.state.host || host == rogueAuthorizationServer.state.host {
             return OAuthEndpoint(path: request.path).map(AnswerTarget.oauth)
         }

@@ -1,11 +1,13 @@
 /// Virtual hosts: `pds.<domain>` (also as `pds2.<domain>`), `plc.<domain>`, the authorization servers `auth.<domain>` and
-/// `rogue-auth.<domain>`, client metadata at `clients.<domain>`, and every other `<name>.<domain>` is a handle.
+/// `rogue-auth.<domain>`, client metadata at `clients.<domain>`, a Mastodon-compatible instance at
+/// `social.<domain>`, and every other `<name>.<domain>` is a handle.
 struct Router: Sendable {
     let context: TestbedContext
     let identity: IdentityEndpoints
     let pds: PDSService
     let authorizationServer: AuthorizationServer
     let rogueAuthorizationServer: AuthorizationServer
+    let mastodon: MastodonInstance
 
     init(context: TestbedContext) {
         self.context = context
@@ -13,6 +15,7 @@ struct Router: Sendable {
         pds = PDSService(context: context, identity: identity)
         authorizationServer = AuthorizationServer(context: context, state: context.oauth.issuer)
         rogueAuthorizationServer = AuthorizationServer(context: context, state: context.oauth.rogueIssuer)
+        mastodon = MastodonInstance(context: context)
     }
 
     func handle(_ request: TestbedRequest) -> TestbedResponse {
@@ -34,6 +37,7 @@ struct Router: Sendable {
         if host == authorizationServer.state.host { return authorizationServer.handle(request) }
         if host == rogueAuthorizationServer.state.host { return rogueAuthorizationServer.handle(request) }
         if host == context.oauth.clientsHost { return context.oauth.clients.handle(request) }
+        if host == mastodon.host { return mastodon.handle(request) }
         if host.hasSuffix("." + context.domain) { return identity.handleHandleHost(request) }
         return .text("misdirected request: no such host on this testbed", status: .misdirectedRequest)
     }

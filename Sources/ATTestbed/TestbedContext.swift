@@ -20,11 +20,14 @@ final class TestbedContext: Sendable {
     /// Accounts that moved to the second PDS host (`pds2.<domain>`), and whether that host names
     /// the rogue issuer as its authorization server.
     let moves = PDSMoves()
+    /// The Mastodon-compatible instance's apps, users and tokens (`social.<domain>`).
+    let mastodon: MastodonState
 
     init(configuration: TestbedConfiguration) {
         self.configuration = configuration
         boundPort = Atomic(configuration.port)
         oauth = TestbedOAuth(domain: configuration.domain, clock: clock, noncePeriod: configuration.dpopNonceRotationPeriod)
+        mastodon = MastodonState(domain: configuration.domain)
     }
 
     /// The listening port; set once bound (port 0 only becomes known then).

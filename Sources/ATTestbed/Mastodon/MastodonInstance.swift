@@ -1,0 +1,162 @@
+import Foundation
+import JSONRPC
+import NIOHTTP1
+import Synchronization
+
+/// A Mastodon-compatible instance at `social.<domain>`, for accounts beyond atproto (issue 19):
+/// app registration (`POST /api/v1/apps`), the authorization-code flow with PKCE S256 (approved
+/// at once for the instance's default user, as the atproto authorization server approves),
+/// tokens with rotating refresh tokens, revocation (`POST /oauth/revoke`), RFC 8414 metadata
+/// (as Mastodon 4.3 publishes it) and `GET /api/v1/accounts/verify_credentials`.
+///
+/// Each endpoint can be made to fail (`Testbed.injectFailures(nsid: MastodonEndpoint.….failureKey`)
+/// or to stall or lose its answer (`Testbed.shapeAnswers(at: .mastodon(…))`), as the atproto
+/// servers can.
+struct MastodonInstance: Sendable {
+    let context: TestbedContext
+    var host: String { context.mastodon.host }
+    var origin: String { context.url(host: host) }
+    var store: MastodonState { context.mastodon }
+
+    func handle(_ request: TestbedRequest) -> TestbedResponse {
+        let endpoint = MastodonEndpoint(method: request.method, path: request.path)
+        guard let endpoint else { return .json(["error": "Record not found"], status: .notFound) }
+        store.records.withLock { $0.stats.requests[endpoint.rawValue, default: 0] += 1 }
+        if let failure = context.failures.take(nsid: endpoint.failureKey) {
+            var response = failure.html
+                ? TestbedResponse.html(status: HTTPResponseStatus(statusCode: failure.status))
+                : .json(["error": .string(failure.errorName ?? "injected failure (\(failure.status))")],
+                        status: HTTPResponseStatus(statusCode: failure.status))
+            if let seconds = failure.retryAfterSeconds { response.headers.replaceOrAdd(name: "Retry-After", value: String(seconds)) }
+            return response
+        }
+        var response: TestbedResponse
+        do throws(OAuthFailure) {
+            switch endpoint {
+            case .metadata: response = metadata()
+            case .registerApp: response = try registerApp(request)
+            case .authorize: response = try authorize(request)
+            case .token: response = try token(request)
+            case .revoke: response = try revoke(request)
+            case .verifyCredentials: response = verifyCredentials(request)
+            }
+        } catch {
+            response = error.response
+        }
+        response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
+    /// RFC 8414 metadata, with Mastodon's `app_registration_endpoint`.
+    private func metadata() -> TestbedResponse {
+        .json([
+            "issuer": .string(origin),
+            "authorization_endpoint": .string(origin + "/oauth/authorize"),
+            "token_endpoint": .string(origin + "/oauth/token"),
+            "revocation_endpoint": .string(origin + "/oauth/revoke"),
+            "app_registration_endpoint": .string(origin + "/api/v1/apps"),
+            "userinfo_endpoint": .string(origin + "/oauth/userinfo"),
+            "scopes_supported": ["read", "write", "follow", "push", "profile"],
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "client_credentials", "refresh_token"],
+            "code_challenge_methods_supported": ["S256"],
+            "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+            "service_documentation": "https://docs.joinmastodon.org/",
+        ])
+    }
+}
+
+/// The instance's endpoints, by method and path.
+public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
+    case metadata, registerApp, authorize, token, revoke, verifyCredentials
+
+    init?(method: HTTPMethod, path: String) {
+        switch (method, path) {
+        case (.GET, "/.well-known/oauth-authorization-server"): self = .metadata
+        case (.POST, "/api/v1/apps"): self = .registerApp
+        case (.GET, "/oauth/authorize"): self = .authorize
+        case (.POST, "/oauth/token"): self = .token
+        case (.POST, "/oauth/revoke"): self = .revoke
+        case (.GET, "/api/v1/accounts/verify_credentials"): self = .verifyCredentials
+        default: return nil
+        }
+    }
+
+    /// The key under which `Testbed.injectFailures(nsid:…)` makes it fail.
+    public var failureKey: String { "mastodon:" + rawValue }
+}
+
+/// What the instance saw, for tests.
+public struct MastodonStats: Sendable, Equatable {
+    public var appsRegistered = 0
+    public var authorizations = 0
+    public var codeExchanges = 0
+    public var refreshes = 0
+    public var refreshTokenReplays = 0
+    public var revocations = 0
+    public var authenticatedCalls = 0
+    public var rejectedCalls = 0
+    /// Requests by endpoint (`MastodonEndpoint.rawValue`).
+    public var requests: [String: Int] = [:]
+}
+
+/// The instance's records, kept by the testbed's context (the instance answers from them).
+final class MastodonState: Sendable {
+    struct App: Sendable {
+        var name: String
+        var secret: String
+        var redirectURIs: [String]
+        var scopes: Set<String>
+    }
+
+    struct User: Sendable {
+        var id: String
+        var username: String
+        var displayName: String
+        var avatar: String
+    }
+
+    /// One authorization: every token issued from it (and refreshed from them) shares its id,
+    /// so revoking one of them ends them all.
+    struct Grant: Sendable {
+        var id: String
+        var clientID: String
+        var userID: String
+        var scope: String
+    }
+
+    struct IssuedCode: Sendable {
+        var grant: Grant
+        var redirectURI: String
+        var challenge: String
+        var expiresAt: Date
+    }
+
+    struct AccessToken: Sendable {
+        var grant: Grant
+        var expiresAt: Date
+    }
+
+    struct Records: Sendable {
+        var apps: [String: App] = [:]
+        var users: [String: User] = [:]
+        /// Who `authorize` approves for; the first user when nil.
+        var defaultUserID: String?
+        var codes: [String: IssuedCode] = [:]
+        var accessTokens: [String: AccessToken] = [:]
+        /// Live refresh tokens; each is used once (its successor replaces it).
+        var refreshTokens: [String: Grant] = [:]
+        /// Refresh tokens already used, kept to tell a replay from a stranger.
+        var spentRefreshTokens: Set<String> = []
+        var stats = MastodonStats()
+    }
+
+    let host: String
+    let records = Mutex(Records())
+    /// What `expires_in` says of access tokens.
+    let accessTokenLifetime = Mutex(Duration.seconds(7200))
+
+    init(domain: String) {
+        host = "social.\(domain)"
+    }
+}
