@@ -62,7 +62,7 @@ struct MastodonInstanceTests {
             let replay = try await social.send(Self.form("/oauth/token", [
                 ("grant_type", "refresh_token"), ("refresh_token", refresh), ("client_id", clientID), ("client_secret", secret)]))
             #expect(replay.status == 400 && replay.errorName == "invalid_grant")
-            #expect(testbed.mastodonStats.refreshTokenReplays == 1 && testbed.mastodonStats.refreshes == 1)
+            #expect(testbed.mastodonStats.grants.refreshTokenReplays == 1 && testbed.mastodonStats.grants.refreshes == 1)
 
             let newAccess = try #require(refreshed["access_token"])
             let revoked = try await social.send(Self.form("/oauth/revoke", [

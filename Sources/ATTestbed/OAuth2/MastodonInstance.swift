@@ -21,7 +21,7 @@ struct MastodonInstance: Sendable {
     func handle(_ request: TestbedRequest) -> TestbedResponse {
         let endpoint = MastodonEndpoint(method: request.method, path: request.path)
         guard let endpoint else { return .json(["error": "Record not found"], status: .notFound) }
-        store.records.withLock { $0.stats.requests[endpoint.rawValue, default: 0] += 1 }
+        store.records.withLock { $0.requests[endpoint.rawValue, default: 0] += 1 }
         if let failure = context.failures.take(nsid: endpoint.failureKey) {
             var response = failure.html
                 ? TestbedResponse.html(status: HTTPResponseStatus(statusCode: failure.status))
@@ -86,20 +86,6 @@ public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
     public var failureKey: String { "mastodon:" + rawValue }
 }
 
-/// What the instance saw, for tests.
-public struct MastodonStats: Sendable, Equatable {
-    public var appsRegistered = 0
-    public var authorizations = 0
-    public var codeExchanges = 0
-    public var refreshes = 0
-    public var refreshTokenReplays = 0
-    public var revocations = 0
-    public var authenticatedCalls = 0
-    public var rejectedCalls = 0
-    /// Requests by endpoint (`MastodonEndpoint.rawValue`).
-    public var requests: [String: Int] = [:]
-}
-
 /// The instance's records, kept by the testbed's context (the instance answers from them).
 final class MastodonState: Sendable {
     struct App: Sendable {
@@ -116,39 +102,14 @@ final class MastodonState: Sendable {
         var avatar: String
     }
 
-    /// One authorization: every token issued from it (and refreshed from them) shares its id,
-    /// so revoking one of them ends them all.
-    struct Grant: Sendable {
-        var id: String
-        var clientID: String
-        var userID: String
-        var scope: String
-    }
-
-    struct IssuedCode: Sendable {
-        var grant: Grant
-        var redirectURI: String
-        var challenge: String
-        var expiresAt: Date
-    }
-
-    struct AccessToken: Sendable {
-        var grant: Grant
-        var expiresAt: Date
-    }
-
     struct Records: Sendable {
         var apps: [String: App] = [:]
         var users: [String: User] = [:]
         /// Who `authorize` approves for; the first user when nil.
         var defaultUserID: String?
-        var codes: [String: IssuedCode] = [:]
-        var accessTokens: [String: AccessToken] = [:]
-        /// Live refresh tokens; each is used once (its successor replaces it).
-        var refreshTokens: [String: Grant] = [:]
-        /// Refresh tokens already used, kept to tell a replay from a stranger.
-        var spentRefreshTokens: Set<String> = []
-        var stats = MastodonStats()
+        var grants = OAuth2GrantBook()
+        /// Requests by endpoint (`MastodonEndpoint.rawValue`).
+        var requests: [String: Int] = [:]
     }
 
     let host: String

@@ -1,0 +1,67 @@
+import Foundation
+import JSONRPC
+
+/// The API a login needs: the signed-in user (the profile blueskyd caches), and the users tests
+/// create.
+extension MastodonInstance {
+    /// `GET /api/v1/accounts/verify_credentials` with `Authorization: Bearer`.
+    func verifyCredentials(_ request: TestbedRequest) -> TestbedResponse {
+        let now = context.clock.now()
+        let token = OAuth2Forms.bearer(request)
+        return store.records.withLock { records in
+            switch records.grants.authenticate(token ?? "", now: now) {
+            case .failure(.unknown): return .json(["error": "The access token is invalid"], status: .unauthorized)
+            case .failure(.expired): return .json(["error": "The access token expired"], status: .unauthorized)
+            case .success(let grant):
+                guard let user = records.users[grant.subject] else { return .json(["error": "This action is not allowed"], status: .forbidden) }
+                return .json([
+                    "id": .string(user.id), "username": .string(user.username), "acct": .string(user.username),
+                    "display_name": .string(user.displayName), "avatar": .string(user.avatar),
+                    "url": .string(origin + "/@" + user.username),
+                ])
+            }
+        }
+    }
+
+    /// Adds a user; the first one is who `authorize` approves for, unless another is made the default.
+    func addUser(username: String, displayName: String) -> String {
+        store.records.withLock { records in
+            let id = String(100_000 + records.users.count + 1)
+            records.users[id] = MastodonState.User(id: id, username: username, displayName: displayName,
+                                                   avatar: origin + "/avatars/\(username).png")
+            return id
+        }
+    }
+}
+
+/// What the instance saw, for tests.
+public struct MastodonStats: Sendable, Equatable {
+    public var appsRegistered: Int
+    public var grants: OAuth2Stats
+    /// Requests by endpoint (`MastodonEndpoint.rawValue`).
+    public var requests: [String: Int]
+}
+
+/// The Mastodon-compatible instance, as tests drive it.
+extension Testbed {
+    /// `https://social.<domain>[:port]`.
+    public var mastodonURL: String { context.url(host: context.mastodon.host) }
+
+    /// Adds a user of the instance; returns its id. The first is the one authorizations approve.
+    @discardableResult
+    public func addMastodonUser(username: String, displayName: String) -> String {
+        MastodonInstance(context: context).addUser(username: username, displayName: displayName)
+    }
+
+    public var mastodonStats: MastodonStats {
+        context.mastodon.records.withLock { MastodonStats(appsRegistered: $0.apps.count, grants: $0.grants.stats, requests: $0.requests) }
+    }
+
+    /// The `expires_in` of access tokens issued from now on.
+    public func setMastodonAccessTokenLifetime(_ lifetime: Duration) {
+        context.mastodon.accessTokenLifetime.withLock { $0 = lifetime }
+    }
+
+    /// Live grants (an authorization and everything refreshed from it) of the instance.
+    public var mastodonLiveGrants: Int { context.mastodon.records.withLock { $0.grants.liveGrants } }
+}
