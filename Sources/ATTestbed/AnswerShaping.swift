@@ -10,6 +10,8 @@ public enum AnswerTarget: Hashable, Sendable {
     case handleWellKnown
     /// An endpoint of the Mastodon-compatible instance.
     case mastodon(MastodonEndpoint)
+    /// An endpoint of the generic OAuth 2.0 server.
+    case genericOAuth(GenericOAuthEndpoint)
 }
 
 /// How an answer misbehaves on the wire, after the server has acted on the request (a refresh
@@ -74,6 +76,9 @@ extension Router {
         }
         if host == context.plcHost { return .plc }
         if host == mastodon.host { return MastodonEndpoint(method: request.method, path: request.path).map(AnswerTarget.mastodon) }
+        if host == genericOAuth.store.host {
+            return GenericOAuthEndpoint(method: request.method, path: request.path).map(AnswerTarget.genericOAuth)
+        }
         if host == authorizationServer.state.host || host == rogueAuthorizationServer.state.host {
             return OAuthEndpoint(path: request.path).map(AnswerTarget.oauth)
         }

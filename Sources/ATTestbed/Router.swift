@@ -1,6 +1,6 @@
 /// Virtual hosts: `pds.<domain>` (also as `pds2.<domain>`), `plc.<domain>`, the authorization servers `auth.<domain>` and
 /// `rogue-auth.<domain>`, client metadata at `clients.<domain>`, a Mastodon-compatible instance at
-/// `social.<domain>`, and every other `<name>.<domain>` is a handle.
+/// `social.<domain>`, a generic OAuth 2.0 server at `sso.<domain>`, and every other `<name>.<domain>` is a handle.
 struct Router: Sendable {
     let context: TestbedContext
     let identity: IdentityEndpoints
@@ -8,6 +8,7 @@ struct Router: Sendable {
     let authorizationServer: AuthorizationServer
     let rogueAuthorizationServer: AuthorizationServer
     let mastodon: MastodonInstance
+    let genericOAuth: GenericOAuthServer
 
     init(context: TestbedContext) {
         self.context = context
@@ -16,6 +17,7 @@ struct Router: Sendable {
         authorizationServer = AuthorizationServer(context: context, state: context.oauth.issuer)
         rogueAuthorizationServer = AuthorizationServer(context: context, state: context.oauth.rogueIssuer)
         mastodon = MastodonInstance(context: context)
+        genericOAuth = GenericOAuthServer(context: context)
     }
 
     func handle(_ request: TestbedRequest) -> TestbedResponse {
@@ -38,6 +40,7 @@ struct Router: Sendable {
         if host == rogueAuthorizationServer.state.host { return rogueAuthorizationServer.handle(request) }
         if host == context.oauth.clientsHost { return context.oauth.clients.handle(request) }
         if host == mastodon.host { return mastodon.handle(request) }
+        if host == genericOAuth.store.host { return genericOAuth.handle(request) }
         if host.hasSuffix("." + context.domain) { return identity.handleHandleHost(request) }
         return .text("misdirected request: no such host on this testbed", status: .misdirectedRequest)
     }

@@ -2,7 +2,8 @@ import Foundation
 
 /// Accounts, the test controls (clock, failures, revocation) and the server-side counters.
 extension Testbed {
-    /// Creates an account (handle `<name>.<domain>`, names must be unique and not `pds`, `plc`, `auth`, `rogue-auth` or `clients`).
+    /// Creates an account (handle `<name>.<domain>`, names must be unique and not `pds`, `pds2`, `plc`, `auth`,
+    /// `rogue-auth`, `clients`, `social` or `sso`: those hosts are the testbed's servers).
     public func createAccount(_ spec: AccountSpec) async -> TestAccount {
         let handle = context.handle(forName: spec.name)
         let did = spec.didMethod == .plc ? Identifiers.randomPLC() : context.webDID(forHandle: handle)

@@ -22,12 +22,15 @@ final class TestbedContext: Sendable {
     let moves = PDSMoves()
     /// The Mastodon-compatible instance's apps, users and tokens (`social.<domain>`).
     let mastodon: MastodonState
+    /// The generic OAuth 2.0 server's clients, users and tokens (`sso.<domain>`).
+    let genericOAuth: GenericOAuthState
 
     init(configuration: TestbedConfiguration) {
         self.configuration = configuration
         boundPort = Atomic(configuration.port)
         oauth = TestbedOAuth(domain: configuration.domain, clock: clock, noncePeriod: configuration.dpopNonceRotationPeriod)
         mastodon = MastodonState(domain: configuration.domain)
+        genericOAuth = GenericOAuthState(domain: configuration.domain)
     }
 
     /// The listening port; set once bound (port 0 only becomes known then).
