@@ -184,6 +184,12 @@ let package = Package(
         ]),
         .testTarget(name: "DPoPTests", dependencies: ["DPoP", "BlueskyTesting", .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["verify_dpop_proof.py"]),
+        // Accounts on any OAuth 2.0 server (issue 19): discovery, registration, the
+        // authorization code with PKCE, tokens and revocation.
+        .target(name: "OAuth2Client", dependencies: ["ATOAuth", "BlueskyHTTP", "JSONRPC", "WebBasics"]),
+        .testTarget(name: "OAuth2ClientTests", dependencies: [
+            "OAuth2Client", "ATOAuth", "ATTestbed", "BlueskyHTTP", "BlueskyTesting", "JSONRPC",
+        ]),
         .testTarget(name: "ATOAuthTests", dependencies: [
             "ATOAuth", "DPoP", "ATTestbed", "BlueskyHTTP", "JSONRPC", .product(name: "Crypto", package: "swift-crypto"),
         ]),
