@@ -50,8 +50,10 @@ deps:
 	@command -v $(SWIFT) >/dev/null || { echo "swift is not on PATH: install Swift 6.1 or later from swift.org"; exit 1; }
 	@# DPoPTests' independent verifier; Debian's own python3 wants --break-system-packages for pip.
 	@# Clients nobody here wrote, for the gateway's end-to-end tests: the Python atproto SDK, and
-	@# Prometheus's own text parser for the metrics scrape.
-	@for module in joserfc:joserfc atproto:atproto==0.0.73 prometheus_client:prometheus_client==0.26.0; do \
+	@# Prometheus's own text parser for the metrics scrape; Authlib (with Flask) for an OAuth 2.0
+	@# authorization server whose rules nobody here wrote.
+	@for module in joserfc:joserfc atproto:atproto==0.0.73 prometheus_client:prometheus_client==0.26.0 \
+	  authlib:authlib==1.3.2 flask:flask==3.1.3; do \
 	  python3 -c "import $${module%%:*}" 2>/dev/null || python3 -m pip install --quiet "$${module#*:}" 2>/dev/null \
 	    || python3 -m pip install --quiet --break-system-packages "$${module#*:}" || exit 1; \
 	done
