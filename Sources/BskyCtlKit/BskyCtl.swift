@@ -29,7 +29,9 @@ public struct BskyCtl: ParsableCommand {
               64  usage error: bad arguments, options, or input
               69  blueskyd is not reachable: no socket, connection refused,
                   or it is shutting down
-              77  permission denied: the socket or the daemon refused this user, or its policy the request
+              77  permission denied: the socket or the daemon refused this user,
+                  or a client policy refused the request (PolicyDenied)
+              bskyctl exec exits with its program's status instead.
 
             Errors are one line on stderr, starting with "bskyctl: ".
 
@@ -38,6 +40,7 @@ public struct BskyCtl: ParsableCommand {
               bskyctl accounts
               bskyctl proxy app.bsky.actor.getProfile --param actor=alice.bsky.social
               bskyctl call daemon.status
+              bskyctl exec --policy "read repo:app.bsky.feed.post" -- ./post.py
             """,
         version: blueskydVersion,
         subcommands: [
