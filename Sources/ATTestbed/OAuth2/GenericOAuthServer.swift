@@ -20,29 +20,16 @@ struct GenericOAuthServer: Sendable {
         guard let endpoint = GenericOAuthEndpoint(method: request.method, path: request.path) else {
             return OAuthFailure(.notFound, "not_found", "No such endpoint").response
         }
-        if let failure = context.failures.take(nsid: endpoint.failureKey) {
-            var response = failure.html
-                ? TestbedResponse.html(status: HTTPResponseStatus(statusCode: failure.status))
-                : OAuthFailure(HTTPResponseStatus(statusCode: failure.status), failure.errorName ?? "server_error",
-                               "injected failure (\(failure.status))").response
-            if let seconds = failure.retryAfterSeconds { response.headers.replaceOrAdd(name: "Retry-After", value: String(seconds)) }
-            return response
-        }
-        var response: TestbedResponse
-        do throws(OAuthFailure) {
+        return OAuth2Forms.answer(context, failureKey: endpoint.failureKey) { () throws(OAuthFailure) in
             switch endpoint {
-            case .metadata: response = metadata()
-            case .register: response = try register(request)
-            case .authorize: response = try authorize(request)
-            case .token: response = try token(request)
-            case .revoke: response = try revoke(request)
-            case .userinfo: response = userinfo(request)
+            case .metadata: metadata()
+            case .register: try register(request)
+            case .authorize: try authorize(request)
+            case .token: try token(request)
+            case .revoke: try revoke(request)
+            case .userinfo: userinfo(request)
             }
-        } catch {
-            response = error.response
         }
-        response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")
-        return response
     }
 
     private func metadata() -> TestbedResponse {
@@ -119,16 +106,7 @@ struct GenericOAuthServer: Sendable {
         let (lifetime, issuesRefresh) = store.settings.withLock { ($0.accessTokenLifetime, $0.issuesRefreshTokens) }
         return try store.records.withLock { records throws(OAuthFailure) -> TestbedResponse in
             guard records.clients[clientID] != nil else { throw .invalidClient("Unknown client") }
-            let grant: OAuth2GrantBook.Grant
-            switch fields["grant_type"] {
-            case "authorization_code":
-                grant = try records.grants.redeem(code: fields["code"] ?? "", clientID: clientID, redirectURI: fields["redirect_uri"],
-                                                  verifier: fields["code_verifier"], now: now)
-            case "refresh_token":
-                grant = try records.grants.spend(refreshToken: fields["refresh_token"] ?? "", clientID: clientID)
-            default:
-                throw OAuthFailure(.badRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
-            }
+            let grant = try records.grants.grant(for: fields, clientID: clientID, now: now)
             let expiresAt = now.addingTimeInterval(lifetime.seconds)
             let access = store.jwt(subject: grant.subject, clientID: clientID, scope: grant.scope, issuer: origin, now: now, expiresAt: expiresAt)
             let refresh = records.grants.issue(access: access, for: grant, expiresAt: expiresAt, withRefresh: issuesRefresh)

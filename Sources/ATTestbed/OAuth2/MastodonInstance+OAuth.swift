@@ -69,16 +69,7 @@ extension MastodonInstance {
             guard let clientID, let app = records.apps[clientID], app.secret == secret else {
                 throw OAuthFailure(.unauthorized, "invalid_client", "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.")
             }
-            let grant: OAuth2GrantBook.Grant
-            switch fields["grant_type"] {
-            case "authorization_code":
-                grant = try records.grants.redeem(code: fields["code"] ?? "", clientID: clientID, redirectURI: fields["redirect_uri"],
-                                                  verifier: fields["code_verifier"], now: now)
-            case "refresh_token":
-                grant = try records.grants.spend(refreshToken: fields["refresh_token"] ?? "", clientID: clientID)
-            default:
-                throw OAuthFailure(.badRequest, "unsupported_grant_type", "The authorization grant type is not supported by the authorization server.")
-            }
+            let grant = try records.grants.grant(for: fields, clientID: clientID, now: now)
             let access = Encodings.randomToken(bytes: 32)
             let refresh = records.grants.issue(access: access, for: grant, expiresAt: now.addingTimeInterval(lifetime.seconds), withRefresh: true)
             return OAuth2Forms.tokenAnswer(access: access, refresh: refresh, scope: grant.scope, lifetime: lifetime, now: now)

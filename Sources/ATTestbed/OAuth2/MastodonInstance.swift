@@ -22,29 +22,16 @@ struct MastodonInstance: Sendable {
         let endpoint = MastodonEndpoint(method: request.method, path: request.path)
         guard let endpoint else { return .json(["error": "Record not found"], status: .notFound) }
         store.records.withLock { $0.requests[endpoint.rawValue, default: 0] += 1 }
-        if let failure = context.failures.take(nsid: endpoint.failureKey) {
-            var response = failure.html
-                ? TestbedResponse.html(status: HTTPResponseStatus(statusCode: failure.status))
-                : .json(["error": .string(failure.errorName ?? "injected failure (\(failure.status))")],
-                        status: HTTPResponseStatus(statusCode: failure.status))
-            if let seconds = failure.retryAfterSeconds { response.headers.replaceOrAdd(name: "Retry-After", value: String(seconds)) }
-            return response
-        }
-        var response: TestbedResponse
-        do throws(OAuthFailure) {
+        return OAuth2Forms.answer(context, failureKey: endpoint.failureKey) { () throws(OAuthFailure) in
             switch endpoint {
-            case .metadata: response = metadata()
-            case .registerApp: response = try registerApp(request)
-            case .authorize: response = try authorize(request)
-            case .token: response = try token(request)
-            case .revoke: response = try revoke(request)
-            case .verifyCredentials: response = verifyCredentials(request)
+            case .metadata: metadata()
+            case .registerApp: try registerApp(request)
+            case .authorize: try authorize(request)
+            case .token: try token(request)
+            case .revoke: try revoke(request)
+            case .verifyCredentials: verifyCredentials(request)
             }
-        } catch {
-            response = error.response
         }
-        response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")
-        return response
     }
 
     /// RFC 8414 metadata, with Mastodon's `app_registration_endpoint`.

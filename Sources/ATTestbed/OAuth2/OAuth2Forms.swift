@@ -1,10 +1,34 @@
 import Foundation
 import JSONRPC
+import NIOHTTP1
 import WebBasics
 
 /// What the testbed's plain OAuth 2.0 servers read and write alike: form or JSON bodies, client
 /// credentials, redirects and token answers.
 enum OAuth2Forms {
+    /// Runs an endpoint unless a failure was injected for it (`failureKey`); an OAuth refusal
+    /// becomes its error answer; nothing is cached.
+    static func answer(_ context: TestbedContext, failureKey: String,
+                       _ body: () throws(OAuthFailure) -> TestbedResponse) -> TestbedResponse {
+        var response: TestbedResponse
+        if let failure = context.failures.take(nsid: failureKey) {
+            let status = HTTPResponseStatus(statusCode: failure.status)
+            response = failure.html
+                ? .html(status: status)
+                : OAuthFailure(status, failure.errorName ?? (failure.status == 429 ? "rate_limit_exceeded" : "server_error"),
+                               "injected failure (\(failure.status))").response
+            if let seconds = failure.retryAfterSeconds { response.headers.replaceOrAdd(name: "Retry-After", value: String(seconds)) }
+        } else {
+            do throws(OAuthFailure) {
+                response = try body()
+            } catch {
+                response = error.response
+            }
+        }
+        response.headers.replaceOrAdd(name: "Cache-Control", value: "no-store")
+        return response
+    }
+
     /// A form or JSON body's fields (a JSON array, or a form's `name[]`, gives several values).
     static func fields(_ request: TestbedRequest) throws(OAuthFailure) -> [String: [String]] {
         let type = request.headers.first(name: "content-type")?.lowercased() ?? ""

@@ -75,6 +75,20 @@ struct OAuth2GrantBook: Sendable {
         return grant
     }
 
+    /// The grant a token request's `grant_type` presents: a code (with its `code_verifier`) or a
+    /// refresh token, each used up.
+    mutating func grant(for fields: [String: String], clientID: String, now: Date) throws(OAuthFailure) -> Grant {
+        switch fields["grant_type"] {
+        case "authorization_code":
+            try redeem(code: fields["code"] ?? "", clientID: clientID, redirectURI: fields["redirect_uri"],
+                       verifier: fields["code_verifier"], now: now)
+        case "refresh_token":
+            try spend(refreshToken: fields["refresh_token"] ?? "", clientID: clientID)
+        default:
+            throw OAuthFailure(.badRequest, "unsupported_grant_type", "The authorization grant type is not supported by the authorization server.")
+        }
+    }
+
     /// Records `access` (made by the caller: random, or a JWT) for `grant`, and a new refresh
     /// token unless `withRefresh` is false.
     mutating func issue(access: String, for grant: Grant, expiresAt: Date, withRefresh: Bool) -> String? {
