@@ -44,6 +44,16 @@ struct ClientPolicy: Sendable, Hashable {
         return accounts.contains { (try? registry.session($0))?.id == session.id }
     }
 
+    /// Holds `call` to this policy, as both fronts do before making it: the account it may use
+    /// (fixed when the call names none and the policy names one) and the permissions it needs.
+    /// Returns that account, which the call now names.
+    func admit(_ call: inout XRPCCall, uploadType: String? = nil, in registry: AccountRegistry) throws(DaemonError) -> UUID {
+        let session = try account(call.account, in: registry)
+        try check(call, uploadType: uploadType)
+        call.account = session.id.uuidString
+        return session.id
+    }
+
     /// Refuses `call` unless the grant covers everything it needs.
     func check(_ call: XRPCCall, uploadType: String? = nil) throws(DaemonError) {
         guard let grant else { return }

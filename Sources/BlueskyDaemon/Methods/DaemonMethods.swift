@@ -78,13 +78,7 @@ struct DaemonMethods: RPCMethodHandler {
         case "xrpc.call":
             try params.allowOnly(["nsid", "account", "params", "input", "inputBase64", "contentType", "kind", "proxy"])
             var call = try XRPCCall(params: params)
-            var account: UUID?
-            if let client {
-                let session = try client.account(call.account, in: accounts.registry)
-                try client.check(call)
-                call.account = session.id.uuidString
-                account = session.id
-            }
+            let account = try client?.admit(&call, in: accounts.registry)
             return try await proxied(call, account: account, peer: context.peer)
         case "gateway.issueToken", "gateway.revokeToken":
             return try gatewayToken(request.method, params, context: context)
