@@ -59,20 +59,24 @@ final class EventListener: @unchecked Sendable {
         notifications.filter { did == nil || $0["account"]?["did"]?.stringValue == did }.compactMap { $0["kind"]?.stringValue }
     }
 
-    /// Waits until an event of `kind` (for `did`, when given) has arrived; returns it.
+    /// Waits until an event of `kind` (for `did`, when given, and matching `condition`) has
+    /// arrived; returns it.
     @discardableResult
     func waitFor(_ kind: String, did: String? = nil, timeout: Duration = .seconds(30),
+                 where condition: @escaping @Sendable (JSONValue) -> Bool = { _ in true },
                  sourceLocation: SourceLocation = #_sourceLocation) async throws -> JSONValue {
-        let found = await eventually(timeout: timeout) { self.first(kind, did: did) != nil }
-        guard found, let event = first(kind, did: did) else {
+        let found = await eventually(timeout: timeout) { self.first(kind, did: did, where: condition) != nil }
+        guard found, let event = first(kind, did: did, where: condition) else {
             Issue.record("no \(kind) event arrived; got \(kinds())", sourceLocation: sourceLocation)
             throw CancellationError()
         }
         return event
     }
 
-    func first(_ kind: String, did: String? = nil) -> JSONValue? {
-        notifications.first { $0["kind"]?.stringValue == kind && (did == nil || $0["account"]?["did"]?.stringValue == did) }
+    func first(_ kind: String, did: String? = nil, where condition: (JSONValue) -> Bool = { _ in true }) -> JSONValue? {
+        notifications.first {
+            $0["kind"]?.stringValue == kind && (did == nil || $0["account"]?["did"]?.stringValue == did) && condition($0)
+        }
     }
 
     func send(_ line: String) throws { try connection.send(rawLine: line) }

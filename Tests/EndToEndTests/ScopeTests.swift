@@ -45,6 +45,17 @@ struct ScopeTests {
             try await events.waitFor("account.refreshed", did: alice.did)
             #expect(events.kinds(of: alice.did).filter { $0 == "account.needsScope" }.count == 1, "\(events.kinds(of: alice.did))")
 
+            // An upload past the gateway's whole-body limit, streamed to the PDS: the same name
+            // and event, not the PDS's raw refusal.
+            let image = fixture.directory.file("image.png")
+            try Data((0..<2_000_000).map { UInt8(truncatingIfNeeded: $0) }).write(to: URL(fileURLWithPath: image))
+            let upload = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/xrpc/com.atproto.repo.uploadBlob", [
+                "-H", "Content-Type: image/png", "--data-binary", "@\(image)"])
+            #expect(upload.status == 403 && upload.error == "ScopeMissing", "\(upload.status) \(upload.body)")
+            #expect(upload.json?["scope"]?.stringValue == "blob:image/png")
+            let blobEvent = try await events.waitFor("account.needsScope", did: alice.did, where: { $0["scope"]?.stringValue == "blob:image/png" })
+            #expect(blobEvent["nsid"]?.stringValue == "com.atproto.repo.uploadBlob")
+
             // A gateway token whose policy allows every delete does not widen the grant.
             let script = """
                 curl -s -w '\\n%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" -H 'Content-Type: application/json' \

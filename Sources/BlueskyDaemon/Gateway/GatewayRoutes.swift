@@ -15,7 +15,8 @@ struct GatewayRoutes: GatewayHandler {
     let logger: Logger
     /// The policy of the socket served (a `[[client]]`'s gateway socket); nil on the main one.
     var client: ClientPolicy? = nil
-    var tokens: GatewayTokens = GatewayTokens()
+    /// The live `bskyctl exec` tokens (the same table `gateway.issueToken` adds to).
+    let tokens: GatewayTokens
 
     func respond(to request: GatewayRequest) async -> GatewayResponse {
         var request = request
@@ -64,10 +65,7 @@ struct GatewayRoutes: GatewayHandler {
         var account: UUID?
         for policy in policies where policy != .unrestricted {
             do throws(DaemonError) {
-                let session = try policy.account(call.account, in: proxy.registry)
-                try policy.check(call, uploadType: upload?.contentType)
-                call.account = session.id.uuidString
-                account = session.id
+                account = try policy.admit(&call, uploadType: upload?.contentType, in: proxy.registry)
             } catch {
                 if case .policyDenied = error { proxy.environment.metrics?.policyDenied(client: policy.metricsName) }
                 throw error
@@ -96,7 +94,6 @@ struct GatewayRoutes: GatewayHandler {
             switch answer {
             case .whole(let whole):
                 proxy.environment.metrics?.proxiedCall(front: .gateway, status: whole.status, total: .zero, upstream: nil)
-                try await proxy.checkScope(whole, call: call, session: try proxy.registry.session(call.account))
                 return Self.passedOn(whole)
             case .streamed(let streamed):
                 proxy.environment.metrics?.proxiedCall(front: .gateway, status: streamed.status, total: .zero, upstream: nil)

@@ -6,9 +6,9 @@ import XRPC
 /// Calls whose bodies are passed on as they arrive (the gateway's uploads past its whole-body
 /// limit, and the sync namespace's answers): never held whole in the daemon.
 extension XRPCProxy {
-    /// The PDS's answer to `call`: whole when it is an error blueskyd had to read, or when a
-    /// refused token was refreshed and the call made again (only a call without an upload can be
-    /// sent twice); otherwise streamed.
+    /// The PDS's answer to `call`: whole when it is an error blueskyd had to read (a refused
+    /// token, a nonce challenge, a missing scope), or when a refused token was refreshed and the
+    /// call made again (only a call without an upload can be sent twice); otherwise streamed.
     enum ProxiedAnswer {
         case whole(InboundResponse)
         case streamed(StreamedAnswer)
@@ -51,7 +51,7 @@ extension XRPCProxy {
         if let dpopAccount {
             environment.oauth.resourceClient(http: environment.http).observe(answer.headers, url: outbound.url, account: dpopAccount)
         }
-        guard answer.status == 400 || answer.status == 401 else { return .streamed(answer) }
+        guard [400, 401, 403].contains(answer.status) else { return .streamed(answer) }
         let refusal: InboundResponse
         do {
             refusal = try await answer.collected(upTo: Self.errorBodyLimit, timeout: environment.upstreamTimeout)
@@ -66,6 +66,8 @@ extension XRPCProxy {
         if upload == nil, retryable || Self.isAccountDeactivated(refusal) {
             return .whole(try await forward(call))
         }
+        // As `forward` does for whole calls: a missing scope is named, and told to subscribers.
+        try await checkScope(refusal, call: call, session: session)
         return .whole(refusal)
     }
 
