@@ -60,6 +60,36 @@ package enum PrivateFiles {
         return UInt32(info.st_mode) & 0o7777
     }
 
+    /// A new private file beside `path` holding `bytes`: created exclusively and not through a
+    /// link, mode 0600 whatever the umask, synced. Returns its path; the caller publishes it
+    /// (`rename` to replace `path`, `link` to create it only) and unlinks it either way. The
+    /// error names the step that failed.
+    package static func writeTemporary(beside path: String, _ bytes: UnsafeRawBufferPointer) throws(PrivateFileError) -> String {
+        let temporaryPath = "\(path).new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw PrivateFileError(reason: "creating \(temporaryPath): \(errnoDescription())") }
+        let written = write(fd, bytes.baseAddress, bytes.count)
+        let writeError = errno
+        let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0
+        close(fd)
+        guard written == bytes.count, synced else {
+            unlink(temporaryPath)
+            throw PrivateFileError(reason: "writing \(temporaryPath): \(errnoDescription(writeError))")
+        }
+        return temporaryPath
+    }
+
+    /// Replaces `path` with a private file holding `bytes`, atomically: a reader sees the old
+    /// contents or the new, never part of them.
+    package static func replace(_ path: String, with bytes: [UInt8]) throws(PrivateFileError) {
+        let written = bytes.withUnsafeBytes { buffer in Result { () throws(PrivateFileError) in try writeTemporary(beside: path, buffer) } }
+        let temporaryPath = try written.get()
+        defer { unlink(temporaryPath) }
+        guard rename(temporaryPath, path) == 0 else { throw PrivateFileError(reason: "replacing \(path): \(errnoDescription())") }
+        let directory = (path as NSString).deletingLastPathComponent
+        syncDirectory(directory.isEmpty ? "." : directory)
+    }
+
     /// Flushes a directory entry (after creating or linking a file in it).
     package static func syncDirectory(_ path: String) {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -67,4 +97,10 @@ package enum PrivateFiles {
         _ = fsync(fd)
         close(fd)
     }
+}
+
+/// A private file that could not be written: the step and the system's reason.
+package struct PrivateFileError: Error, CustomStringConvertible {
+    package var reason: String
+    package var description: String { reason }
 }

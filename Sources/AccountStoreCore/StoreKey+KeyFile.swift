@@ -74,22 +74,14 @@ extension StoreKey {
         if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
             try PrivateFiles.ensureDirectory(directory)
         }
-        let temporaryPath = "\(path).new-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporaryPath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw StoreError.keyUnavailable(path: path, reason: "creating \(temporaryPath): \(errnoDescription())")
+        let key = SymmetricKey(size: .bits256)
+        let temporaryPath: String
+        do {
+            temporaryPath = try key.withUnsafeBytes { try PrivateFiles.writeTemporary(beside: path, $0) }
+        } catch {
+            throw StoreError.keyUnavailable(path: path, reason: "a new key: \(error)")
         }
         defer { unlink(temporaryPath) }
-        let key = SymmetricKey(size: .bits256)
-        let written = key.withUnsafeBytes { bytes in
-            write(fd, bytes.baseAddress, bytes.count)
-        }
-        let writeError = errno
-        let synced = fchmod(fd, 0o600) == 0 && fsync(fd) == 0
-        close(fd)
-        guard written == 32, synced else {
-            throw StoreError.keyUnavailable(path: path, reason: "writing a new key: \(errnoDescription(writeError))")
-        }
         guard link(temporaryPath, path) == 0 else {
             if errno == EEXIST { return false }
             throw StoreError.keyUnavailable(path: path, reason: "publishing a new key: \(errnoDescription())")

@@ -68,19 +68,10 @@ extension Daemon {
         } catch {
             throw DaemonStartupError("cannot write the gateway token file \(path): \(error)")
         }
-        let token = tokens.issue(.unrestricted)
-        let temporary = path + ".new"
-        unlink(temporary)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else {
-            throw DaemonStartupError("cannot write the gateway token file \(path): \(String(cString: strerror(errno)))")
-        }
-        let bytes = Array((token + "\n").utf8)
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        close(fd)
-        guard written == bytes.count, rename(temporary, path) == 0 else {
-            unlink(temporary)
-            throw DaemonStartupError("cannot write the gateway token file \(path)")
+        do {
+            try PrivateFiles.replace(path, with: Array((tokens.issue(.unrestricted) + "\n").utf8))
+        } catch {
+            throw DaemonStartupError("cannot write the gateway token file \(path): \(error)")
         }
         return path
     }

@@ -77,6 +77,12 @@ struct GatewayTests {
             #expect(notXRPC.status == 404 && notXRPC.error == "NotFound")
             let badNSID = try await Self.curl(socket, "/xrpc/not-an-nsid")
             #expect(badNSID.status == 400 && badNSID.error == "InvalidRequest")
+            // An event stream is refused (501), and nothing reaches the PDS.
+            let streamsBefore = testbed.requestCount(nsid: "com.atproto.sync.subscribeRepos")
+            let stream = try await Self.curl(socket, "/xrpc/com.atproto.sync.subscribeRepos")
+            #expect(stream.status == 501 && stream.error == "MethodNotSupported", "\(stream.body)")
+            #expect(stream.json?["message"]?.stringValue?.contains("event stream") == true)
+            #expect(testbed.requestCount(nsid: "com.atproto.sync.subscribeRepos") == streamsBefore)
             let put = try await Self.curl(socket, "/xrpc/com.atproto.repo.createRecord", ["-X", "PUT"])
             #expect(put.status == 405 && put.error == "MethodNotSupported")
             let health = try await Self.curl(socket, "/xrpc/_health")
@@ -144,6 +150,21 @@ struct GatewayTests {
                 let rebound = try await CommandResult.run(curl[0], Array(curl.dropFirst()) + ["-H", "Host: \(host)", url])
                 #expect(rebound.json?["error"]?.stringValue == "BrowserRequestRefused", "\(host): \(rebound.stdout)")
             }
+
+            // The token file for clients the socket table cannot show: 0600 beside the socket,
+            // a live token; one nobody issued is refused. Another uid cannot read the file, and
+            // a token never overrides a uid the table does show.
+            let tokenFile = (fixture.daemon.socketPath as NSString).deletingLastPathComponent + "/gateway.token"
+            #expect((try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? Int) == 0o600)
+            let token = try String(contentsOfFile: tokenFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(token.hasPrefix("bskyd-gw-"))
+            let withToken = try await CommandResult.run(curl[0], Array(curl.dropFirst()) + ["-H", "Authorization: Bearer \(token)", url])
+            #expect(withToken.json?["did"]?.stringValue == alice.did, "\(withToken.stdout)")
+            let forged = try await CommandResult.run(curl[0], Array(curl.dropFirst()) + ["-H", "Authorization: Bearer bskyd-gw-forged", url])
+            #expect(forged.json?["error"]?.stringValue == "GatewayTokenInvalid", "\(forged.stdout)")
+            let otherWithToken = try await CommandResult.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups"]
+                + curl + ["-H", "Authorization: Bearer \(token)", url])
+            #expect(otherWithToken.json?["error"]?.stringValue == "PermissionDenied", "\(otherWithToken.stdout)")
         }
     }
 }

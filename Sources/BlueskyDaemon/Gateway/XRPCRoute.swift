@@ -44,6 +44,9 @@ enum XRPCRoute {
                                        "XRPC takes GET (queries) and POST (procedures), not \(request.method.rawValue)",
                                        headers: [("Allow", "GET, HEAD, POST")]))
         }
+        // Deliberately refused, not unfinished: an event stream is a WebSocket that lives for
+        // hours, which this request-and-answer gateway does not carry; programs subscribe to the
+        // relay or the PDS themselves (no account credentials are needed to read a firehose).
         if LexiconMethods.kind(of: nsid) == .subscription {
             return .refused(.xrpcError(.notImplemented, GatewayErrorName.methodNotSupported.rawValue,
                                        "\(nsid) is an event stream (subscription), which the gateway does not proxy"))
