@@ -42,8 +42,7 @@ public struct OAuth2TokenClient: Sendable {
     }
 
     public func refresh(_ refreshToken: String) async throws(OAuth2ClientError) -> OAuth2Tokens {
-        let tokens = try await tokens([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
-        return tokens
+        try await tokens([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
     }
 
     /// RFC 7009; false when the server has no revocation endpoint.
