@@ -5,7 +5,11 @@ import WebBasics
 /// How an account signs in.
 public enum AuthKind: String, Codable, Sendable, CaseIterable {
     case appPassword = "app-password"
+    /// atproto OAuth: PAR, PKCE, DPoP-bound tokens.
     case oauth
+    /// Any other OAuth 2.0 server (a Mastodon instance, NeoDB, a plain provider): bearer
+    /// tokens, calls only to the account's own server (`pds` holds its origin).
+    case oauth2
 }
 
 /// Whether an account's session is usable.

@@ -9,11 +9,15 @@ public struct AccountSecrets: Codable, Sendable, Equatable {
     public var refreshToken: String
     /// The DPoP private key of an OAuth session (raw representation), if any.
     public var dpopPrivateKey: Data?
+    /// What an OAuth 2.0 server's session needs besides its tokens (nil for atproto accounts).
+    public var oauth2: OAuth2SessionFacts?
 
-    public init(accessToken: String, refreshToken: String, dpopPrivateKey: Data? = nil) {
+    /// - Parameter refreshToken: empty when the server issued none (an `oauth2-access-only` session).
+    public init(accessToken: String, refreshToken: String, dpopPrivateKey: Data? = nil, oauth2: OAuth2SessionFacts? = nil) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken
         self.dpopPrivateKey = dpopPrivateKey
+        self.oauth2 = oauth2
     }
 }
 

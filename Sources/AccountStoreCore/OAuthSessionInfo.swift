@@ -9,13 +9,21 @@ public enum OAuthClientKind: String, Codable, Sendable, CaseIterable {
     case hostedPublic = "hosted-public"
     /// A hosted client authenticating with `private_key_jwt`: sessions of up to 2 years.
     case confidential
+    /// A client registered at another OAuth 2.0 server, holding a refresh token: the server
+    /// sets no known end to the session; refreshes keep it.
+    case oauth2
+    /// A client at an OAuth 2.0 server that issued no refresh token: the session ends when its
+    /// access token does (`AccountRecord.sessionEndsAt`), and only a login goes further.
+    case oauth2AccessOnly = "oauth2-access-only"
 
-    /// Public clients' sessions end 14 days after login, whatever the refreshes.
-    public var isPublic: Bool { self != .confidential }
-
-    /// How long the reference server lets a session of this kind live after login.
-    public var sessionLifetime: TimeInterval {
-        isPublic ? OAuthSessionInfo.publicSessionLifetime : OAuthSessionInfo.confidentialSessionLifetime
+    /// How long the reference server lets a session of this kind live after login; nil where
+    /// no fixed lifetime is known (another OAuth 2.0 server's sessions).
+    public var sessionLifetime: TimeInterval? {
+        switch self {
+        case .loopback, .hostedPublic: OAuthSessionInfo.publicSessionLifetime
+        case .confidential: OAuthSessionInfo.confidentialSessionLifetime
+        case .oauth2, .oauth2AccessOnly: nil
+        }
     }
 }
 
@@ -57,7 +65,7 @@ public struct OAuthSessionInfo: Sendable, Equatable, Codable {
 
     /// When the session ends for good, whatever the refreshes: only a new login goes further.
     public var sessionEndsAt: Date? {
-        sessionStartedAt.addingTimeInterval(clientKind.sessionLifetime)
+        clientKind.sessionLifetime.map { sessionStartedAt.addingTimeInterval($0) }
     }
 }
 
@@ -87,5 +95,15 @@ public struct StoredDPoPNonce: Sendable, Equatable {
         self.origin = origin
         self.nonce = nonce
         self.receivedAt = receivedAt
+    }
+}
+
+extension AccountRecord {
+    /// When the session ends for good, whatever the refreshes: a public atproto client's fixed
+    /// end, or the access token's expiry where the server issued no refresh token.
+    public var sessionEndsAt: Date? {
+        guard let oauth else { return nil }
+        if oauth.clientKind == .oauth2AccessOnly { return accessExpiresAt }
+        return oauth.sessionEndsAt
     }
 }

@@ -45,7 +45,7 @@ final class AccountCensus: Sendable {
     }
 
     private static func trackedEnd(_ record: AccountRecord) -> Date? {
-        record.state == .needsLogin ? nil : record.oauth?.sessionEndsAt
+        record.state == .needsLogin ? nil : record.sessionEndsAt
     }
 
     /// Binary search: the first index whose date is > `date` (`after`) or >= `date`.

@@ -32,7 +32,7 @@ enum AccountView {
                 "clientID": .string(oauth.clientID),
                 "clientKeyID": oauth.clientKeyID.map(JSONValue.string) ?? .null,
                 "sessionStartedAt": timestamp(oauth.sessionStartedAt),
-                "sessionEndsAt": timestamp(oauth.sessionEndsAt),
+                "sessionEndsAt": timestamp(record.sessionEndsAt),
                 "sessionEndsSoon": .bool(record.sessionEndsSoon(now: Date())),
             ])
         }
