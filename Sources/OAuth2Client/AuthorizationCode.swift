@@ -27,7 +27,11 @@ public struct AuthorizationCode: Sendable {
         var items = components.queryItems ?? []
         items += [
             URLQueryItem(name: "response_type", value: "code"), URLQueryItem(name: "client_id", value: client.clientID),
-            URLQueryItem(name: "redirect_uri", value: redirectURI), URLQueryItem(name: "scope", value: scope),
+            URLQueryItem(name: "redirect_uri", value: redirectURI),
+        ]
+        // No scope at all asks for the server's default (RFC 6749 §3.3); an empty one is not that.
+        if !scope.isEmpty { items.append(URLQueryItem(name: "scope", value: scope)) }
+        items += [
             URLQueryItem(name: "state", value: state), URLQueryItem(name: "code_challenge", value: pkce.challenge),
             URLQueryItem(name: "code_challenge_method", value: PKCE.method),
         ]
@@ -43,6 +47,12 @@ public struct AuthorizationCode: Sendable {
         guard let components = URLComponents(string: url) else { throw .malformed("the redirect is not a URL") }
         var fields: [String: String] = [:]
         for item in components.queryItems ?? [] where fields[item.name] == nil { fields[item.name] = item.value ?? "" }
+        return try code(fromFields: fields)
+    }
+
+    /// The same checks on the redirect's query, already read (`code`, `state`, `iss`, `error`,
+    /// `error_description`).
+    public func code(fromFields fields: [String: String]) throws(AuthorizationCallbackError) -> String {
         guard fields["state"] == state else { throw .stateMismatch }
         if let iss = fields["iss"] {
             guard ProviderMetadata.sameIssuer(iss, metadata.issuer) else { throw .issuerMismatch(expected: metadata.issuer, actual: iss) }

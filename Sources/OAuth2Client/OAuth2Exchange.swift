@@ -22,7 +22,7 @@ enum OAuth2Exchange {
         do {
             response = try await http.send(request, timeout: timeout)
         } catch {
-            throw .unavailable("\(request.url.host ?? "the server"): \(error)", retryAfter: nil)
+            throw .noAnswer("\(request.url.host ?? "the server"): \(error)")
         }
         guard !(200..<300).contains(response.status) else { return response }
         if response.status == 404, notFoundIsNil { return nil }
