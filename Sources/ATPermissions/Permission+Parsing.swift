@@ -25,6 +25,20 @@ extension Permission {
         case "read": self = .read; return
         default: break
         }
+        if token.hasPrefix("http:") {
+            // A path may hold '?' or '%' nowhere: it is matched as written, before any query.
+            let rest = token.dropFirst(5)
+            let (method, path) = Self.split(rest, at: ":")
+            guard method == "*" || (!method.isEmpty && method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A })) else {
+                throw fail("the method is an upper-case HTTP method or *, as http:GET:/api/*")
+            }
+            guard let path, path.hasPrefix("/"), !path.contains("?"), !path.contains("#"), !path.contains("%"),
+                  !path.dropLast().contains("*") else {
+                throw fail("the path starts with / and may end in * (a prefix), as http:GET:/api/*")
+            }
+            self = .http(method: method, path: path)
+            return
+        }
         let (head, query) = Self.split(token, at: "?")
         let (resource, encodedPositional) = Self.split(head, at: ":")
         var positional: String?
@@ -95,7 +109,7 @@ extension Permission {
             guard let positional, Self.isNSID(positional) else { throw fail("include: names a permission set's NSID") }
             self = .include(token)
         default:
-            throw fail("the resource is one of repo, rpc, blob, account, identity, include (or atproto, transition:generic, read)")
+            throw fail("the resource is one of repo, rpc, blob, account, identity, include, http (or atproto, transition:generic, read)")
         }
     }
 

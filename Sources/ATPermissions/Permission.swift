@@ -26,6 +26,9 @@ public enum Permission: Hashable, Sendable, CustomStringConvertible {
     /// blueskyd's own `read`: any query (XRPC GET) except those that mint credentials or touch
     /// the account or identity. No OAuth server grants it; policies use it for read-only clients.
     case read
+    /// blueskyd's own `http:<METHOD|*>:<path>` for an OAuth 2.0 server's account: calls with
+    /// that method to that path, or below it when the path ends in `*` (`http:GET:/api/*`).
+    case http(method: String, path: String)
 
     public enum RepoAction: String, Hashable, Sendable, CaseIterable, Comparable {
         case create, update, delete
@@ -58,6 +61,7 @@ public enum Permission: Hashable, Sendable, CustomStringConvertible {
         case .transitionChat: return "transition:chat.bsky"
         case .transitionEmail: return "transition:email"
         case .read: return "read"
+        case .http(let method, let path): return "http:\(method):\(path)"
         }
     }
 

@@ -33,6 +33,11 @@ extension Permission {
             return true
         case (.read, .rpc(_, _, let isQuery)):
             return isQuery
+        case (.read, .http(let method, _)):
+            return method == "GET" || method == "HEAD"
+        case (.http(let method, let path), .http(let wanted, let wantedPath)):
+            guard method == "*" || method == wanted else { return false }
+            return path.hasSuffix("*") ? wantedPath.hasPrefix(path.dropLast()) : wantedPath == path
         case (.repo(let collection, let actions), .repo(let wanted, let action)):
             return (collection == "*" || collection == wanted) && actions.contains(action)
         case (.rpc(let method, let audience), .rpc(let wanted, let wantedAudience, _)):

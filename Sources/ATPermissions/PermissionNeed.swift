@@ -12,6 +12,8 @@ public enum PermissionNeed: Hashable, Sendable, CustomStringConvertible {
     case blob(mediaType: String)
     case account(attribute: String, action: Permission.AccountAction)
     case identity(attribute: String)
+    /// A call to an OAuth 2.0 server's account: its method and (normalised) path.
+    case http(method: String, path: String)
 
     /// The narrowest permission that would grant it, as a scope token (what a refusal names).
     public var description: String {
@@ -21,6 +23,7 @@ public enum PermissionNeed: Hashable, Sendable, CustomStringConvertible {
         case .blob(let mediaType): "blob:\(mediaType)"
         case .account(let attribute, let action): Permission.account(attribute: attribute, action: action).description
         case .identity(let attribute): "identity:\(attribute)"
+        case .http(let method, let path): "http:\(method):\(path)"
         }
     }
 }
