@@ -23,6 +23,27 @@ extension MastodonInstance {
         }
     }
 
+    /// `POST /api/v1/statuses` (`status`, form or JSON): needs the `write` scope, as Mastodon does.
+    func postStatus(_ request: TestbedRequest) throws(OAuthFailure) -> TestbedResponse {
+        let fields = try OAuth2Forms.fields(request).compactMapValues(\.first)
+        let now = context.clock.now()
+        let token = OAuth2Forms.bearer(request) ?? ""
+        return store.records.withLock { records in
+            guard case .success(let grant) = records.grants.authenticate(token, now: now) else {
+                return .json(["error": "The access token is invalid"], status: .unauthorized)
+            }
+            guard grant.scope.split(separator: " ").contains(where: { $0 == "write" || $0 == "write:statuses" }) else {
+                return .json(["error": "This action is outside the authorized scopes"], status: .forbidden)
+            }
+            guard let text = fields["status"], !text.isEmpty else {
+                return .json(["error": "Validation failed: Text can't be blank"], status: .unprocessableEntity)
+            }
+            records.statuses.append((grant.subject, text))
+            return .json(["id": .string(String(records.statuses.count)), "content": .string("<p>\(text)</p>"),
+                          "account": ["id": .string(grant.subject)]])
+        }
+    }
+
     /// Adds a user; the first one is who `authorize` approves for, unless another is made the default.
     func addUser(username: String, displayName: String) -> String {
         store.records.withLock { records in
@@ -63,5 +84,8 @@ extension Testbed {
     }
 
     /// Live grants (an authorization and everything refreshed from it) of the instance.
+    /// The statuses posted, as (author id, text).
+    public var mastodonStatuses: [(author: String, text: String)] { context.mastodon.records.withLock { $0.statuses } }
+
     public var mastodonLiveGrants: Int { context.mastodon.records.withLock { $0.grants.liveGrants } }
 }

@@ -30,6 +30,7 @@ struct MastodonInstance: Sendable {
             case .token: try token(request)
             case .revoke: try revoke(request)
             case .verifyCredentials: verifyCredentials(request)
+            case .postStatus: try postStatus(request)
             }
         }
     }
@@ -55,7 +56,7 @@ struct MastodonInstance: Sendable {
 
 /// The instance's endpoints, by method and path.
 public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
-    case metadata, registerApp, authorize, token, revoke, verifyCredentials
+    case metadata, registerApp, authorize, token, revoke, verifyCredentials, postStatus
 
     init?(method: HTTPMethod, path: String) {
         switch (method, path) {
@@ -65,6 +66,7 @@ public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
         case (.POST, "/oauth/token"): self = .token
         case (.POST, "/oauth/revoke"): self = .revoke
         case (.GET, "/api/v1/accounts/verify_credentials"): self = .verifyCredentials
+        case (.POST, "/api/v1/statuses"): self = .postStatus
         default: return nil
         }
     }
@@ -97,6 +99,8 @@ final class MastodonState: Sendable {
         var grants = OAuth2GrantBook()
         /// Requests by endpoint (`MastodonEndpoint.rawValue`).
         var requests: [String: Int] = [:]
+        /// Statuses posted: (author id, text), oldest first.
+        var statuses: [(author: String, text: String)] = []
     }
 
     let host: String
