@@ -89,7 +89,7 @@ let package = Package(
         // Accounts, token upkeep, the scheduler, the proxy and the RPC methods.
         .target(name: "BlueskyDaemon", dependencies: [
             "ATSyntax", "ATPermissions", "ATIdentity", "BlueskyHTTP", "XRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "JSONRPC", "RPCServer", "SystemdGlue",
-            "XRPCGateway", "ATOAuth", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
+            "XRPCGateway", "ATOAuth", "OAuth2Client", "DPoP", "WebBasics", "BlueskydVersion", .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "UnixSignals", package: "swift-service-lifecycle"),

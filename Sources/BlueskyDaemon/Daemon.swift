@@ -83,7 +83,8 @@ public struct Daemon: Sendable {
             store: store, http: callHTTP,
             sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
             oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
-                                    client: oauthClient, timeout: configuration.upstreamTimeout, now: { Date() }),
+                                    client: oauthClient, timeout: configuration.upstreamTimeout,
+                                    providers: configuration.providers, now: { Date() }),
             rules: configuration.lifecycleRules, upstreamTimeout: configuration.upstreamTimeout, logger: logger,
             now: { Date() }, schedule: { id, due, server in scheduler.note(id, due, server: server) }, metrics: metrics)
         let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)

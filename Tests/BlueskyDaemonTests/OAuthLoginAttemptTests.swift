@@ -14,7 +14,7 @@ struct OAuthLoginAttemptTests {
         let client = OAuthClientIdentity.LoginClient(clientID: "http://localhost", redirectURI: "http://127.0.0.1:1/callback",
                                                      scope: "atproto", authentication: .none(clientID: "http://localhost"),
                                                      kind: .loopback, keyID: nil)
-        return OAuthLoginAttempt(id: "l1", state: "s1", endpoints: endpoints, client: client,
+        return OAuthLoginAttempt(id: "l1", state: "s1", flow: .atproto(endpoints, client),
                                  expectedDID: nil, makeDefault: false, startedAt: Date(), listener: listener)
     }
 

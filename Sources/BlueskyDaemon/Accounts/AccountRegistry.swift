@@ -83,13 +83,16 @@ final class AccountRegistry: Sendable {
         }
     }
 
-    /// The session named by `reference` (UUID, DID or handle), or the default one when nil.
+    /// The session named by `reference` (UUID, DID, an OAuth 2.0 account's `issuer#subject`, or
+    /// handle), or the default one when nil.
     func session(_ reference: String?) throws(DaemonError) -> AccountSession {
         let found: AccountSession? = index.withLock { index in
             guard let reference else { return index.defaultID.flatMap { index.byID[$0] } }
             // Most calls name a DID or a handle: skip Foundation's UUID parser for those.
             if reference.utf8.count == 36, let id = UUID(uuidString: reference) { return index.byID[id] }
             if reference.hasPrefix("did:") { return index.byDID[reference] }
+            // An OAuth 2.0 server's account by its key (`<issuer>#<subject>`).
+            if reference.hasPrefix("https://") || reference.hasPrefix("http://") { return index.byDID[reference] }
             let handle = reference.hasPrefix("@") ? String(reference.dropFirst()) : reference
             return index.byHandle[Self.folded(handle)]
         }

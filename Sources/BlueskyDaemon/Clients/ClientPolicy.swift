@@ -54,6 +54,16 @@ struct ClientPolicy: Sendable, Hashable {
         return session.id
     }
 
+    /// The same for a call to an OAuth 2.0 server's account: its method and path.
+    func admit(_ call: inout HTTPCall, in registry: AccountRegistry) throws(DaemonError) -> UUID {
+        let session = try account(call.account, in: registry)
+        if let grant, !grant.grants(call.need) {
+            throw .policyDenied(client: name, rule: policyRule, permission: call.need.description)
+        }
+        call.account = session.id.uuidString
+        return session.id
+    }
+
     /// Refuses `call` unless the grant covers everything it needs.
     func check(_ call: XRPCCall, uploadType: String? = nil) throws(DaemonError) {
         guard let grant else { return }

@@ -29,6 +29,20 @@ struct WriteJournal: Sendable {
         logger.info("xrpc write", metadata: metadata)
     }
 
+    /// The same for a write to an OAuth 2.0 server's account (any method but GET, HEAD,
+    /// OPTIONS): its method and path (never its query, which may carry anything).
+    func record(_ call: HTTPCall, account: UUID?, pid: Int32?, client: ClientPolicy?, outcome: () -> String) {
+        guard call.isWrite else { return }
+        var metadata: Logger.Metadata = [
+            "method": "\(call.method)", "path": "\(call.path)", "outcome": "\(outcome())",
+            "account": "\(account.map { $0.uuidString.lowercased() } ?? call.account ?? "default")",
+            "client": "\(client?.name ?? "unrestricted")",
+        ]
+        metadata["pid"] = pid.map { $0 > 0 ? "\($0)" : "?" } ?? "?"
+        if let pid, pid > 0 { metadata["exe"] = "\(Self.executable(of: pid) ?? "?")" }
+        logger.info("http write", metadata: metadata)
+    }
+
     /// The program `pid` runs (`/proc/<pid>/exe`); nil once it has exited or when not ours.
     static func executable(of pid: Int32) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

@@ -11,7 +11,7 @@ extension DaemonConfiguration {
         "retry_max_seconds", "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "upstream_timeout_seconds", "log_level",
         "log_target", "oauth_client_id", "oauth_redirect_uri", "oauth_client_auth", "oauth_scope",
         "oauth_client_name", "oauth_client_uri", "store_url", "store_password_file", "tenant", "host_name",
-        "lease_seconds", "store_connections", "client",
+        "lease_seconds", "store_connections", "client", "provider",
     ]
 
     /// Applies a TOML configuration file over the current values. Unknown keys and values of
@@ -80,6 +80,9 @@ extension DaemonConfiguration {
         if let v = try reader.string("oauth_client_name") { oauthClient.clientName = v.isEmpty ? nil : v }
         if let v = try reader.string("oauth_client_uri") { oauthClient.clientURI = v.isEmpty ? nil : v }
         if let v = table["client"] { clients = try Self.parseClients(v, reader: reader, file: file) }
+        if let v = table["provider"] {
+            providers = try Self.parseProviders(v, reader: reader, file: file, allowInsecureLoopback: allowInsecureLoopback)
+        }
     }
 
     /// Applies `BLUESKYD_*` environment variables.

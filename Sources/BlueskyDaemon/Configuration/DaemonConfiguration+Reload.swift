@@ -15,7 +15,7 @@ extension DaemonConfiguration {
     /// Keys a reload applies to the running daemon, in file order.
     static let runtimeKeys: Set<String> = [
         "log_level", "refresh_ahead_seconds", "retry_initial_seconds", "retry_max_seconds",
-        "max_concurrent_refreshes", "max_concurrent_refreshes_per_host",
+        "max_concurrent_refreshes", "max_concurrent_refreshes_per_host", "provider",
     ]
 
     /// Compares this (running) configuration with `new`, key by key.
@@ -70,6 +70,7 @@ extension DaemonConfiguration {
         case "lease_seconds": a.leaseDuration == b.leaseDuration
         case "store_connections": a.storeConnections == b.storeConnections
         case "client": a.clients == b.clients
+        case "provider": a.providers == b.providers
         default: preconditionFailure("fileKeys and reloadPlan disagree about '\(key)'")
         }
     }
@@ -82,6 +83,7 @@ extension DaemonConfiguration {
         case "retry_max_seconds": target.retryMax = new.retryMax
         case "max_concurrent_refreshes": target.maxConcurrentRefreshes = new.maxConcurrentRefreshes
         case "max_concurrent_refreshes_per_host": target.maxConcurrentRefreshesPerHost = new.maxConcurrentRefreshesPerHost
+        case "provider": target.providers = new.providers
         default: preconditionFailure("'\(key)' is not a runtime key")
         }
     }

@@ -79,6 +79,8 @@ public struct DaemonConfiguration: Sendable, Equatable {
     public var storeConnections: Int
     /// Restricted clients: sockets of their own, held to a policy (`[[client]]`).
     public var clients: [ClientSettings] = []
+    /// OAuth 2.0 servers named for logins (`[[provider]]`); applied again on reload.
+    public var providers: [ProviderSettings] = []
 
     /// Where the gateway listens, or nil when it is off.
     public var gatewaySocketPath: String? { besideSocket(gatewaySocket, name: "xrpc.sock") }

@@ -30,6 +30,7 @@ struct GatewayRoutes: GatewayHandler {
             request.uri = caller.uri
             policies.append(policy)
         }
+        if request.path.hasPrefix(HTTPRoute.prefix) { return await respondHTTP(to: request, policies: policies) }
         switch XRPCRoute.of(request) {
         case .refused(let refusal):
             return refusal

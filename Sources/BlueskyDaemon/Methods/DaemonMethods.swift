@@ -80,6 +80,8 @@ struct DaemonMethods: RPCMethodHandler {
             var call = try XRPCCall(params: params)
             let account = try client?.admit(&call, in: accounts.registry)
             return try await proxied(call, account: account, peer: context.peer)
+        case "http.call":
+            return try await httpCall(params, peer: context.peer)
         case "gateway.issueToken", "gateway.revokeToken":
             return try gatewayToken(request.method, params, context: context)
         default:
@@ -90,7 +92,7 @@ struct DaemonMethods: RPCMethodHandler {
     /// The methods a restricted client (a `[[client]]` socket) may use: its own accounts, their
     /// events, and calls. Not `daemon.status`: it counts every account.
     static let restrictedMethods: Set<String> = [
-        "daemon.info", "accounts.list", "events.subscribe", "events.unsubscribe", "xrpc.call",
+        "daemon.info", "accounts.list", "events.subscribe", "events.unsubscribe", "xrpc.call", "http.call",
     ]
 
     /// One proxied call, logged with its account, NSID and outcome (never its params or body);

@@ -21,8 +21,11 @@ final class LoginsInProgress: Sendable {
         authorizations = PendingAuthorizations(lifetime: lifetime)
     }
 
-    func add(_ attempt: OAuthLoginAttempt, authorization: PendingAuthorization) {
-        authorizations.insert(authorization)
+    /// - Parameter authorization: an atproto login's pending authorization; nil for an OAuth
+    ///   2.0 login, whose plan checks its own redirect (`AuthorizationCode`) and whose attempt
+    ///   is finished once (`OAuthLoginAttempt.claim`).
+    func add(_ attempt: OAuthLoginAttempt, authorization: PendingAuthorization?) {
+        if let authorization { authorizations.insert(authorization) }
         index.withLock { index in
             index.byID[attempt.id] = attempt
             index.byState[attempt.state] = attempt

@@ -25,10 +25,14 @@ final class OAuthEnvironment: Sendable {
     /// (`upstream_timeout_seconds`), for its whole answer.
     let timeout: Duration
     let now: @Sendable () -> Date
+    /// Other OAuth 2.0 servers named in the configuration (`[[provider]]`).
+    let providers: ProviderTable
 
     init(http: any HTTPFetching, policy: OAuthURLPolicy, client: OAuthClientIdentity = .init(settings: .init(), keys: []),
-         timeout: Duration, loginLifetime: TimeInterval = 30 * 60, now: @escaping @Sendable () -> Date) {
+         timeout: Duration, loginLifetime: TimeInterval = 30 * 60, providers: [ProviderSettings] = [],
+         now: @escaping @Sendable () -> Date) {
         self.http = http
+        self.providers = ProviderTable(providers)
         self.timeout = timeout
         self.policy = policy
         self.client = client

@@ -4,11 +4,20 @@ import Synchronization
 
 /// One login in progress: what the callback needs, its listener, and its outcome for waiters.
 final class OAuthLoginAttempt: Sendable {
+    /// Which protocol the login speaks.
+    enum Flow: Sendable {
+        /// atproto OAuth: the authorization server's endpoints and the client this login
+        /// presents (its session keeps it).
+        case atproto(AuthorizationServerEndpoints, OAuthLoginClient)
+        /// Another OAuth 2.0 server: the authorization request and what the account will keep.
+        case oauth2(OAuth2LoginPlan)
+    }
+
+    typealias OAuthLoginClient = OAuthClientIdentity.LoginClient
+
     let id: String
     let state: String
-    let endpoints: AuthorizationServerEndpoints
-    /// The client this login presents; its session keeps it.
-    let client: OAuthClientIdentity.LoginClient
+    let flow: Flow
     /// The DID the login named (handle or DID, or the account being upgraded); nil from a URL.
     let expectedDID: String?
     let makeDefault: Bool
@@ -29,13 +38,12 @@ final class OAuthLoginAttempt: Sendable {
     }
     private let status = Mutex(State())
 
-    init(id: String, state: String, endpoints: AuthorizationServerEndpoints, client: OAuthClientIdentity.LoginClient,
+    init(id: String, state: String, flow: Flow,
          expectedDID: String?, makeDefault: Bool, startedAt: Date, listener: LoopbackCallbackListener?,
          onEnd: @escaping @Sendable () -> Void = {}) {
         self.id = id
         self.state = state
-        self.endpoints = endpoints
-        self.client = client
+        self.flow = flow
         self.expectedDID = expectedDID
         self.makeDefault = makeDefault
         self.startedAt = startedAt

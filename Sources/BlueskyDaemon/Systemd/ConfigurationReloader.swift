@@ -56,6 +56,7 @@ final class ConfigurationReloader: Sendable {
         logLevel.level = running.logLevel
         environment.retime(running.lifecycleRules)
         await scheduler.setLimits(running.refreshLimits)
+        environment.oauth.providers.replace(running.providers)
         if plan.applied.contains("refresh_ahead_seconds") {
             // Every account moves to its date under the new lead time, not only the accounts
             // refreshed from now on.

@@ -25,6 +25,10 @@ extension AccountLifecycle {
             // token may be spent, so the next one goes at once (an app password's grace period
             // saves it).
             date = now
+        } else if let warnAt = record.sessionEndWarningAt, let end = record.sessionEndsAt,
+                  record.oauth?.clientKind == .oauth2AccessOnly {
+            // No refresh token: looked at once ahead of the end (to say so), then at the end.
+            date = now < warnAt ? warnAt : end
         } else if let planned = plannedRefresh(of: record, rules: rules) {
             date = planned
         } else {
@@ -52,6 +56,7 @@ extension AccountLifecycle {
     /// The refresh date of `record` with its lead time stretched by `stretch(issued)`.
     private static func refresh(of record: AccountRecord, rules: Rules, stretch: (Date) -> Double) -> Date? {
         guard record.state != .needsLogin else { return nil }
+        if record.oauth?.clientKind == .oauth2AccessOnly { return record.sessionEndWarningAt }
         let issued = record.lastRefreshAt ?? record.createdAt
         guard let expiry = record.accessExpiresAt else {
             // Opaque token: refresh on a fixed period so the refresh token stays fresh.

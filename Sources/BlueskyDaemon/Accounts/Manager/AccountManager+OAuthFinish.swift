@@ -15,7 +15,12 @@ extension AccountManager {
         guard attempt.claim() else { return .failure(attempt.outcome == .failure(.cancelled) ? .cancelled : .stateReused) }
         let outcome: Result<UUID, OAuthLoginFailure>
         do {
-            outcome = .success(try await exchangeAndStore(attempt, callback: callback))
+            switch attempt.flow {
+            case .atproto(let endpoints, let client):
+                outcome = .success(try await exchangeAndStore(attempt, endpoints: endpoints, client: client, callback: callback))
+            case .oauth2(let plan):
+                outcome = .success(try await exchangeAndStore(attempt, plan: plan, callback: callback))
+            }
         } catch {
             switch error {
             case .oauthLogin(let failure): outcome = .failure(failure)
@@ -47,7 +52,8 @@ extension AccountManager {
         return outcome
     }
 
-    private func exchangeAndStore(_ attempt: OAuthLoginAttempt, callback: AuthorizationCallback) async throws(DaemonError) -> UUID {
+    private func exchangeAndStore(_ attempt: OAuthLoginAttempt, endpoints: AuthorizationServerEndpoints,
+                                  client: OAuthLoginAttempt.OAuthLoginClient, callback: AuthorizationCallback) async throws(DaemonError) -> UUID {
         let oauth = environment.oauth
         let authorization: PendingAuthorization, code: String
         do {
@@ -57,20 +63,20 @@ extension AccountManager {
         }
         let tokens: OAuthTokenSet
         do {
-            tokens = try await oauth.serverClient(attempt.endpoints, authentication: attempt.client.authentication)
+            tokens = try await oauth.serverClient(endpoints, authentication: client.authentication)
                 .exchangeCode(code, for: authorization, nonceScope: attempt.nonceScope)
         } catch {
             throw .oauthLogin(OAuthLoginFailure(exchange: error))
         }
         let did = tokens.did.description
-        let resolved = try await checkIssuerBinding(did: did, issuer: attempt.endpoints.issuer)
+        let resolved = try await checkIssuerBinding(did: did, issuer: endpoints.issuer)
         oauth.nonces.move(from: attempt.nonceScope, to: did)
         let now = environment.now()
         let info = OAuthSessionInfo(
-            issuer: attempt.endpoints.issuer, tokenEndpoint: attempt.endpoints.token.absoluteString,
-            revocationEndpoint: attempt.endpoints.revocation?.absoluteString, scope: tokens.scope,
-            sessionStartedAt: now, clientKind: attempt.client.kind, clientID: attempt.client.clientID,
-            clientKeyID: attempt.client.keyID)
+            issuer: endpoints.issuer, tokenEndpoint: endpoints.token.absoluteString,
+            revocationEndpoint: endpoints.revocation?.absoluteString, scope: tokens.scope,
+            sessionStartedAt: now, clientKind: client.kind, clientID: client.clientID,
+            clientKeyID: client.keyID)
         let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken,
                                      dpopPrivateKey: authorization.dpopKey.rawRepresentation)
         let record = AccountRecord(

@@ -33,10 +33,15 @@ extension AccountManager {
     {
         let oauth = environment.oauth
         pruneFinishedLogins()
+        var upgradingRecord: AccountRecord?
+        if let upgrading { upgradingRecord = await (try registry.session(upgrading)).record }
+        if let (issuer, provider) = oauth2Provider(for: identifier, upgrading: upgradingRecord) {
+            return try await beginOAuth2Login(issuer: issuer, provider: provider, scope: scope, makeDefault: makeDefault,
+                                              upgrading: upgradingRecord)
+        }
         var expectedDID: String?
         var scope = scope
-        if let upgrading {
-            let record = await (try registry.session(upgrading)).record
+        if let record = upgradingRecord {
             expectedDID = record.did
             // "+<scope>": the session's granted scope and the permissions added.
             if let added = scope, added.hasPrefix("+") {
@@ -45,7 +50,14 @@ extension AccountManager {
         } else if let added = scope, added.hasPrefix("+") {
             throw .invalidParams("a scope starting with + adds to an account's scope: name the account with --upgrade", field: "scope")
         }
-        let discovery = try await discover(identifier)
+        let discovery: OAuthDiscovery
+        do {
+            discovery = try await discover(identifier)
+        } catch .oauthLogin(.metadataInvalid(let why)) where upgradingRecord == nil && identifier.lowercased().hasPrefix("https://") {
+            // Not an atproto server: perhaps another OAuth 2.0 server (Mastodon, NeoDB, an SSO).
+            return try await beginOAuth2Login(issuer: identifier, provider: nil, scope: scope, makeDefault: makeDefault,
+                                              upgrading: nil, atprotoRefusal: why)
+        }
         if let expectedDID, let found = discovery.did, found != expectedDID {
             throw .oauthLogin(.subjectMismatch(expected: expectedDID, actual: found))
         }
@@ -64,7 +76,7 @@ extension AccountManager {
         let state = SecureRandom.state()
         let request = AuthorizationRequest(clientID: client.clientID, redirectURI: client.redirectURI, scope: client.scope,
                                            state: state, pkce: pkce, loginHint: discovery.loginHint)
-        let attempt = OAuthLoginAttempt(id: loginID, state: state, endpoints: discovery.endpoints, client: client,
+        let attempt = OAuthLoginAttempt(id: loginID, state: state, flow: .atproto(discovery.endpoints, client),
                                         expectedDID: expectedDID, makeDefault: makeDefault,
                                         startedAt: environment.now(), listener: listener,
                                         onEnd: { [identity = oauth.client, keyID = client.keyID] in identity.release(keyID) })

@@ -4,16 +4,19 @@ import Foundation
 import JSONRPC
 import XRPC
 
-/// Each account's Bluesky profile, cached for `accounts.list`: read from the account's own
+/// Each account's profile, cached for `accounts.list`: a Bluesky account's read from its own
 /// PDS (its `app.bsky.actor.profile/self` record), so it is current the moment it is written
-/// and needs no AppView. A failure leaves the cached one and never the account's state.
+/// and needs no AppView; an OAuth 2.0 server's account's from the server's profile endpoint.
+/// A failure leaves the cached one and never the account's state.
 extension AccountManager {
     /// Fetches the profile again and publishes `account.profileUpdated` when it changed.
     func refreshProfile(of session: AccountSession) async {
         let record = await session.record
         guard let pds = URL(string: record.pds) else { return }
         do {
-            let profile = try await fetchProfile(did: record.did, pds: pds)
+            let fetched = record.authKind == .oauth2
+                ? try await session.fetchOAuth2Profile() : try await fetchProfile(did: record.did, pds: pds)
+            guard let profile = fetched else { return }
             await session.adoptProfile(profile)
         } catch {
             logger.notice("could not fetch the account's profile", metadata: [

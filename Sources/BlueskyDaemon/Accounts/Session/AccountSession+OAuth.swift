@@ -63,7 +63,7 @@ extension AccountSession {
     /// its fixed end (the status line says so too): only a new login extends it.
     func warnIfSessionEndsSoon() {
         let now = environment.now()
-        guard !warnedSessionEnd, record.sessionEndsSoon(now: now), let end = record.oauth?.sessionEndsAt else { return }
+        guard !warnedSessionEnd, record.sessionEndsSoon(now: now), let end = record.sessionEndsAt else { return }
         warnedSessionEnd = true
         publish(.accountSessionEndingSoon, fields: ["sessionEndsAt": AccountView.timestamp(end)])
         logger.warning("the OAuth session ends soon; log in again to keep the account", metadata: [

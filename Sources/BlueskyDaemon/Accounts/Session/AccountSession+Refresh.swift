@@ -14,6 +14,8 @@ extension AccountSession {
     @discardableResult
     func refresh(force: Bool = false, waitForHolder: Bool = true) async throws(DaemonError) -> AccountSecrets {
         try requireUsable()
+        // No refresh token to spend: the session lasts as long as its access token.
+        if state.record.oauth?.clientKind == .oauth2AccessOnly { return try await endAccessOnlySessionIfDue() }
         let task: Task<AccountSecrets, any Error>
         if let running = refreshInFlight {
             task = running
@@ -174,9 +176,14 @@ extension AccountSession {
         }
     }
 
-    /// One refresh request: `refreshSession` for app passwords, the token endpoint with DPoP for OAuth.
+    /// One refresh request: `refreshSession` for app passwords, the token endpoint with DPoP for
+    /// atproto OAuth, the server's token endpoint for another OAuth 2.0 server.
     private func rotate(_ old: AccountSecrets, sendBy: ContinuousClock.Instant?) async throws(SessionError) -> RotatedSession {
-        if state.record.authKind == .oauth { return try await rotateOAuth(old, sendBy: sendBy) }
+        switch state.record.authKind {
+        case .oauth: return try await rotateOAuth(old, sendBy: sendBy)
+        case .oauth2: return try await rotateOAuth2(old, sendBy: sendBy)
+        case .appPassword: break
+        }
         let session = try await environment.sessions.refreshSession(pds: try requirePDSURL(), refreshJwt: old.refreshToken)
         return RotatedSession(did: session.did, accessToken: session.accessJwt, refreshToken: session.refreshJwt,
                               accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,

@@ -146,6 +146,10 @@ actor AccountSession {
     /// What a proxied call needs, in one actor hop: a valid access token (with its DPoP key for
     /// OAuth accounts) and the PDS.
     func callTarget() async throws(DaemonError) -> (credentials: CallCredentials, pds: URL) {
+        guard state.record.authKind != .oauth2 else {
+            throw .invalidParams("account \(state.record.handle ?? state.record.did) is an OAuth 2.0 account at \(state.record.pds): call it with http.call (or /http/<account>/ on the gateway)",
+                                 field: "account")
+        }
         let secrets = try await validSecrets()
         guard let pds = pdsURL else { throw .internalError("account has an invalid PDS URL: \(state.record.pds)") }
         guard state.record.authKind == .oauth else { return (.bearer(secrets.accessToken), pds) }
@@ -223,7 +227,11 @@ actor AccountSession {
     /// Ends the server session (best effort) and forgets the tokens. True when the server agreed.
     func endServerSession() async -> Bool {
         guard let secrets = try? await currentSecrets() else { return false }
-        if state.record.authKind == .oauth { return await revokeOAuthSession(secrets) }
+        switch state.record.authKind {
+        case .oauth: return await revokeOAuthSession(secrets)
+        case .oauth2: return await revokeOAuth2Session(secrets)
+        case .appPassword: break
+        }
         do {
             try await environment.sessions.deleteSession(pds: try requirePDSURL(), refreshJwt: secrets.refreshToken)
             return true

@@ -1,0 +1,137 @@
+import Foundation
+import OAuth2Client
+import TOMLKit
+
+/// One `[[provider]]` of the configuration: an OAuth 2.0 server named for logins, with what its
+/// metadata does not say (or what it has none of).
+///
+/// ```toml
+/// [[provider]]
+/// name = "neodb"
+/// issuer = "https://neodb.social"
+/// scope = "read write"
+/// profile_url = "https://neodb.social/api/me"
+/// profile_fields = { subject = "username", handle = "username", displayName = "display_name", avatar = "avatar" }
+/// ```
+///
+/// With `authorization_endpoint` and `token_endpoint` the server's metadata is not fetched at
+/// all; without them it is (RFC 8414, then OpenID discovery). Without `client_id` blueskyd
+/// registers itself (RFC 7591, or Mastodon's `POST /api/v1/apps`).
+public struct ProviderSettings: Sendable, Hashable {
+    /// What `bskyctl login <name>` names.
+    public var name: String
+    public var issuer: String
+    public var authorizationEndpoint: String?
+    public var tokenEndpoint: String?
+    public var revocationEndpoint: String?
+    /// The origin calls go to (`/http/<account>/…`); the issuer's origin when unset.
+    public var apiURL: String?
+    public var profileURL: String?
+    /// Profile field mapping: role (`subject`, `handle`, `displayName`, `avatar`, `description`) → key.
+    public var profileFields: [String: String]?
+    public var scope: String?
+    public var clientID: String?
+    /// Only with `client_id`, for a confidential client registered by hand.
+    public var clientSecret: String?
+
+    public init(name: String, issuer: String) {
+        self.name = name
+        self.issuer = issuer
+    }
+
+    static let keys: [String] = ["name", "issuer", "authorization_endpoint", "token_endpoint", "revocation_endpoint", "api_url",
+                                 "profile_url", "profile_fields", "scope", "client_id", "client_secret"]
+
+    /// Metadata written out in full, when both required endpoints are configured.
+    func configuredMetadata(allowInsecureLoopback: Bool) throws(OAuth2ClientError) -> ProviderMetadata? {
+        guard let authorizationEndpoint, let tokenEndpoint else { return nil }
+        return ProviderMetadata(
+            issuer: issuer,
+            authorizationEndpoint: try ProviderMetadata.checkedURL(authorizationEndpoint, allowInsecureLoopback: allowInsecureLoopback),
+            tokenEndpoint: try ProviderMetadata.checkedURL(tokenEndpoint, allowInsecureLoopback: allowInsecureLoopback),
+            revocationEndpoint: try revocationEndpoint.map { url throws(OAuth2ClientError) in
+                try ProviderMetadata.checkedURL(url, allowInsecureLoopback: allowInsecureLoopback)
+            })
+    }
+
+    /// Whether `identifier` names this provider: its name, or its issuer (a trailing slash aside).
+    func matches(_ identifier: String) -> Bool {
+        identifier == name || ProviderSettings.trimmed(identifier) == ProviderSettings.trimmed(issuer)
+    }
+
+    static func trimmed(_ url: String) -> String {
+        (url.hasSuffix("/") ? String(url.dropLast()) : url).lowercased()
+    }
+}
+
+extension DaemonConfiguration {
+    /// Reads the `[[provider]]` array of tables; every mistake names the provider and the key.
+    static func parseProviders(_ value: TOMLValueConvertible, reader: ConfigurationFileReader, file: String?,
+                               allowInsecureLoopback: Bool) throws(ConfigurationError) -> [ProviderSettings] {
+        let line = reader.text.split(separator: "\n", omittingEmptySubsequences: false)
+            .firstIndex { $0.drop { $0 == " " || $0 == "\t" }.hasPrefix("[[provider]]") }.map { $0 + 1 }
+        func fail(_ what: String) -> ConfigurationError {
+            ConfigurationError("\(ConfigurationError.location(file, line))[[provider]]: \(what)")
+        }
+        guard let array = value.array else { throw fail("write each provider as a [[provider]] table") }
+        var providers: [ProviderSettings] = []
+        for element in array {
+            guard let table = element.table else { throw fail("write each provider as a [[provider]] table") }
+            for key in table.keys where !ProviderSettings.keys.contains(key) {
+                throw fail("unknown key '\(key)' (known: \(ProviderSettings.keys.joined(separator: ", ")))")
+            }
+            guard let name = table["name"]?.string, !name.isEmpty, !name.contains(":"), !name.contains("/"), !name.contains("."),
+                  name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d }) else {
+                throw fail("each provider needs a name of lowercase letters, digits and '-'")
+            }
+            func string(_ key: String) throws(ConfigurationError) -> String? {
+                guard let value = table[key] else { return nil }
+                guard let text = value.string, !text.isEmpty else { throw fail("provider '\(name)': \(key) must be a non-empty string") }
+                return text
+            }
+            func url(_ key: String) throws(ConfigurationError) -> String? {
+                guard let text = try string(key) else { return nil }
+                do {
+                    _ = try ProviderMetadata.checkedURL(text, allowInsecureLoopback: allowInsecureLoopback)
+                } catch {
+                    throw fail("provider '\(name)': \(key) \(text) is not an https URL")
+                }
+                return text
+            }
+            guard let issuer = try url("issuer") else { throw fail("provider '\(name)' needs an issuer (the server's https URL)") }
+            var provider = ProviderSettings(name: name, issuer: issuer)
+            provider.authorizationEndpoint = try url("authorization_endpoint")
+            provider.tokenEndpoint = try url("token_endpoint")
+            provider.revocationEndpoint = try url("revocation_endpoint")
+            provider.apiURL = try url("api_url")
+            provider.profileURL = try url("profile_url")
+            provider.scope = try string("scope")
+            provider.clientID = try string("client_id")
+            provider.clientSecret = try string("client_secret")
+            guard (provider.authorizationEndpoint == nil) == (provider.tokenEndpoint == nil) else {
+                throw fail("provider '\(name)': give both authorization_endpoint and token_endpoint, or neither (discovery)")
+            }
+            if provider.clientSecret != nil, provider.clientID == nil {
+                throw fail("provider '\(name)': client_secret needs the client_id it belongs to")
+            }
+            if let value = table["profile_fields"] {
+                guard let fields = value.table else { throw fail("provider '\(name)': profile_fields must be a table of role = \"key\"") }
+                var mapping: [String: String] = [:]
+                for (role, key) in fields {
+                    guard OAuth2ProfileFields.roles.contains(role) else {
+                        throw fail("provider '\(name)': profile_fields has unknown role '\(role)' (known: \(OAuth2ProfileFields.roles.sorted().joined(separator: ", ")))")
+                    }
+                    guard let text = key.string, !text.isEmpty else { throw fail("provider '\(name)': profile_fields.\(role) must be a non-empty string") }
+                    mapping[role] = text
+                }
+                guard mapping["subject"] != nil else { throw fail("provider '\(name)': profile_fields needs a subject (the key that never changes)") }
+                guard provider.profileURL != nil else { throw fail("provider '\(name)': profile_fields needs the profile_url it reads") }
+                provider.profileFields = mapping
+            }
+            guard !providers.contains(where: { $0.name == name }) else { throw fail("two providers are named '\(name)'") }
+            guard !providers.contains(where: { $0.matches(issuer) }) else { throw fail("two providers have the issuer \(issuer)") }
+            providers.append(provider)
+        }
+        return providers
+    }
+}

@@ -1,0 +1,139 @@
+import ATPermissions
+import Foundation
+import JSONRPC
+import WebBasics
+
+/// One call to an OAuth 2.0 server's account (`http.call`, or the gateway's
+/// `/http/<account>/<path>`): a method and a path on the account's own server, with the
+/// caller's query, headers and body. blueskyd adds the bearer token; the call never leaves the
+/// account's origin (the path is a path, not a URL, and redirects are passed back, not followed).
+struct HTTPCall: Sendable {
+    var account: String?
+    /// Upper case (`GET`, `POST`…).
+    var method: String
+    /// Starts with `/`; no `.` or `..` segment, no `//`: what a policy's prefix is matched against.
+    var path: String
+    /// The query as the caller wrote it, without `?` (nil: none).
+    var query: String?
+    var headers: [(String, String)]
+    var body: [UInt8]?
+
+    /// What a client policy must grant for it.
+    var need: PermissionNeed { .http(method: method, path: path) }
+    var isWrite: Bool { !["GET", "HEAD", "OPTIONS"].contains(method) }
+
+    /// Headers a caller may not set: the credentials are blueskyd's, the framing is the client's
+    /// connection's, and a cookie of the caller's is no business of the server's account.
+    static let droppedHeaders: Set<String> = [
+        "authorization", "cookie", "host", "content-length", "connection", "transfer-encoding", "te", "upgrade",
+        "keep-alive", "expect", "dpop", "proxy-authorization", "proxy-connection", "atproto-account",
+    ]
+
+    /// The server's answer headers passed back to the caller.
+    static let answerHeaders: Set<String> = [
+        "content-type", "location", "link", "retry-after", "etag", "last-modified", "cache-control", "www-authenticate",
+        "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-limit", "ratelimit-remaining",
+        "ratelimit-reset", "content-language",
+    ]
+
+    init(account: String?, method: String, path: String, query: String?, headers: [(String, String)], body: [UInt8]?) throws(DaemonError) {
+        let method = method.uppercased()
+        guard !method.isEmpty, method.utf8.count <= 16, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
+            throw .invalidParams("method must be an HTTP method such as GET or POST", field: "method")
+        }
+        self.account = account
+        self.method = method
+        self.path = try Self.normalised(path)
+        if let query, query.utf8.contains(where: { $0 <= 0x20 || $0 == UInt8(ascii: "#") || $0 >= 0x7F }) {
+            throw .invalidParams("query must be URL-encoded (no spaces, '#' or control characters)", field: "query")
+        }
+        self.query = query.flatMap { $0.isEmpty ? nil : ($0.hasPrefix("?") ? String($0.dropFirst()) : $0) }
+        var kept: [(String, String)] = []
+        for (name, value) in headers {
+            let lowered = name.lowercased()
+            guard !lowered.isEmpty, lowered.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }),
+                  XRPCCall.isHeaderSafe(value) else {
+                throw .invalidParams("header '\(name.prefix(64))' is not a header name with a value a header can hold", field: "headers")
+            }
+            if Self.droppedHeaders.contains(lowered) || lowered.hasPrefix("proxy-") { continue }
+            kept.append((lowered, value))
+        }
+        self.headers = kept
+        self.body = body
+    }
+
+    /// The path as sent and as policies see it. Percent-escapes of `/` and `.` are refused (a
+    /// server may decode them into a path a prefix rule did not mean), as are `.`/`..` segments
+    /// and empty ones.
+    static func normalised(_ path: String) throws(DaemonError) -> String {
+        func refuse(_ why: String) -> DaemonError { .invalidParams("path \(why)", field: "path") }
+        guard path.hasPrefix("/") else { throw refuse("must start with / (a path on the account's server, not a URL)") }
+        guard path.utf8.count <= 4_096 else { throw refuse("is longer than 4096 bytes") }
+        guard !path.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "\\") }) else {
+            throw refuse("must be URL-encoded, without a query ('?': use query) or fragment")
+        }
+        let lowered = path.lowercased()
+        guard !lowered.contains("%2f"), !lowered.contains("%2e"), !lowered.contains("%5c") else {
+            throw refuse("may not escape '/', '.' or '\\'")
+        }
+        let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
+        for (index, segment) in segments.enumerated() {
+            if segment == "." || segment == ".." { throw refuse("may not hold '.' or '..' segments") }
+            if segment.isEmpty && index != segments.count - 1 { throw refuse("may not hold '//'") }
+            if segment.contains("%"), PercentDecoding.decode(segment, plusIsSpace: false) == nil { throw refuse("holds a broken %-escape") }
+        }
+        return path
+    }
+
+    /// From `http.call`'s params: `{account, method, path, query, headers, body, bodyBase64}`.
+    init(params: Params) throws(DaemonError) {
+        try params.allowOnly(["account", "method", "path", "query", "headers", "body", "bodyBase64"])
+        var headers: [(String, String)] = []
+        for (name, value) in try params.optionalObject("headers") ?? [:] {
+            guard let text = value.stringValue else { throw .invalidParams("each header's value must be a string", field: "headers") }
+            headers.append((name, text))
+        }
+        var query: String?
+        if let text = params.value("query")?.stringValue {
+            query = text
+        } else if let value = params.value("query"), value != .null {
+            guard let object = value.objectValue else {
+                throw .invalidParams("query must be a URL-encoded string or an object of name → value(s)", field: "query")
+            }
+            // An object of name → string (or list of strings), percent-encoded here.
+            var pairs: [String] = []
+            for (name, value) in object.sorted(by: { $0.key < $1.key }) {
+                let values = value.arrayValue?.compactMap(\.stringValue) ?? value.stringValue.map { [$0] } ?? []
+                for item in values { pairs.append(Self.encode(name) + "=" + Self.encode(item)) }
+            }
+            query = pairs.joined(separator: "&")
+        }
+        var body: [UInt8]?
+        switch (params.value("body"), try params.optionalString("bodyBase64")) {
+        case (let json?, nil) where json != .null:
+            body = json.encoded()
+            if !headers.contains(where: { $0.0.lowercased() == "content-type" }) { headers.append(("content-type", "application/json")) }
+        case (_, let base64?):
+            guard let data = Data(base64Encoded: base64) else { throw .invalidParams("bodyBase64 is not base64", field: "bodyBase64") }
+            body = Array(data)
+        default:
+            body = nil
+        }
+        try self.init(account: try params.optionalString("account"), method: try params.optionalString("method") ?? "GET",
+                      path: try params.requiredString("path"), query: query, headers: headers, body: body)
+    }
+
+    private static func encode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+    }
+
+    /// The URL on the account's server: its origin, this path and query; nil if that would name
+    /// another origin.
+    func url(origin: String) -> URL? {
+        guard let url = URL(string: origin + path + (query.map { "?" + $0 } ?? "")),
+              let base = URL(string: origin), url.scheme == base.scheme, url.host == base.host, url.port == base.port else { return nil }
+        return url
+    }
+}

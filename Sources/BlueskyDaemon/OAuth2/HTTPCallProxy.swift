@@ -1,0 +1,61 @@
+import BlueskyHTTP
+import Foundation
+import JSONRPC
+
+/// Makes `HTTPCall`s for OAuth 2.0 servers' accounts: the bearer token added, the account's own
+/// origin only, one refresh and one resend when the server refuses the token.
+struct HTTPCallProxy: Sendable {
+    let registry: AccountRegistry
+    let environment: SessionEnvironment
+
+    func send(_ call: HTTPCall) async throws(DaemonError) -> InboundResponse {
+        let session = try registry.session(call.account)
+        let target = try await session.httpTarget()
+        guard let url = call.url(origin: target.origin) else {
+            throw .invalidParams("path and query do not make a URL on \(target.origin)", field: "path")
+        }
+        let response = try await send(call, url: url, token: target.token)
+        // A refused token (revoked early, or expired ahead of its stated life): refresh once and
+        // send again; the body is held whole, so the resend is the same request.
+        guard response.status == 401, target.refreshable else { return response }
+        let fresh = try await session.replaceExpired(token: target.token)
+        guard fresh != target.token else { return response }
+        return try await send(call, url: url, token: fresh)
+    }
+
+    private func send(_ call: HTTPCall, url: URL, token: String) async throws(DaemonError) -> InboundResponse {
+        let request = OutboundRequest(method: call.method, url: url, headers: call.headers + [("Authorization", "Bearer " + token)],
+                                      body: call.body)
+        do {
+            return try await environment.http.send(request, timeout: environment.upstreamTimeout)
+        } catch {
+            throw .upstreamUnavailable(error.description)
+        }
+    }
+
+    /// `http.call`'s answer: `{status, headers, contentType, body | bodyBase64}`, a JSON body
+    /// passed on as the server wrote it.
+    static func result(of response: InboundResponse) -> JSONValue {
+        var fields: [String: JSONValue] = ["status": .number(Double(response.status))]
+        fields["headers"] = .object(Dictionary(passedHeaders(response.headers).map { ($0.0, JSONValue.string($0.1)) },
+                                               uniquingKeysWith: { first, _ in first }))
+        let mediaType = response.mediaType
+        if let mediaType { fields["contentType"] = .string(mediaType) }
+        if response.body.isEmpty {
+            fields["body"] = .null
+        } else if mediaType == "application/json", let json = try? JSONText(validating: response.body) {
+            fields["body"] = .verbatim(json)
+        } else {
+            fields["bodyBase64"] = .string(Data(response.body).base64EncodedString())
+        }
+        return .object(fields)
+    }
+
+    /// The server's headers a caller may read (lower-cased): never its cookies.
+    static func passedHeaders(_ headers: [(String, String)]) -> [(String, String)] {
+        headers.compactMap { name, value in
+            let lowered = name.lowercased()
+            return HTTPCall.answerHeaders.contains(lowered) ? (lowered, value) : nil
+        }
+    }
+}

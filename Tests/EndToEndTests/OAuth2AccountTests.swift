@@ -1,0 +1,146 @@
+import ATTestbed
+import BlueskyTesting
+import Foundation
+import JSONRPC
+import Testing
+
+/// Accounts at OAuth 2.0 servers that are not atproto ones, with the real binaries: the
+/// testbed's Mastodon-compatible instance (app registration, rotating refresh tokens) and its
+/// plain OAuth 2.0 server (RFC 7591, JWT access tokens, no refresh token on request).
+@Suite("OAuth 2.0 accounts end to end: login, upkeep, calls, policies, logout")
+struct OAuth2AccountTests {
+    /// `bskyctl login <identifier>` with the browser delivering the redirect; the account.
+    static func login(_ fixture: EndToEndFixture, _ identifier: String, extra: [String] = []) async throws -> JSONValue {
+        let login = try InteractiveBskyctl(["login", identifier, "--json"] + extra, socketPath: fixture.daemon.socketPath,
+                                           directory: fixture.directory.path)
+        let location = try await fixture.browser.approve(try await login.authorizationURL())
+        #expect(location.hasPrefix("http://127.0.0.1:"), "\(location)")
+        let page = try await fixture.browser.deliver(location)
+        #expect(page.status == 200, "\(page.text)")
+        try #require(await login.wait() == 0, "bskyctl login \(identifier): \(login.stderr)")
+        return try #require(try? JSONValue.parse(Array(login.stdout.utf8)))["account"] ?? .null
+    }
+
+    @Test("a Mastodon instance by URL: registered once, profile cached, calls by http.call and /http/, idle rotations without a replay, logout revokes")
+    func mastodon() async throws {
+        try await EndToEndFixture.with(names: ["alice"]) { fixture in
+            let testbed = fixture.testbed
+            testbed.addMastodonUser(username: "carol", displayName: "Carol C")
+            let account = try await Self.login(fixture, testbed.mastodonURL)
+            let host = try #require(URL(string: testbed.mastodonURL)?.host)
+            #expect(account["auth"] == "oauth2")
+            #expect(account["handle"]?.stringValue == "carol@\(host)")
+            #expect(account["did"]?.stringValue == testbed.mastodonURL + "#100001", "issuer#subject names the account")
+            #expect(account["pds"]?.stringValue == testbed.mastodonURL, "calls go to the instance's origin")
+            #expect(account["oauth"]?["clientKind"] == "oauth2")
+            #expect(account["oauth"]?["scope"] == "read write")
+            #expect(account["oauth"]?["sessionEndsAt"] == .null, "a refresh token keeps the session: no known end")
+            #expect(account["profile"]?["displayName"] == "Carol C")
+            #expect(testbed.mastodonStats.appsRegistered == 1)
+            let table = try await fixture.bskyctl(["accounts"])
+            #expect(table.stdout.contains("carol@\(host)") && table.stdout.contains("oauth2"), "\(table.stdout)")
+
+            // http.call: the bearer token added by blueskyd, the instance's answer passed back.
+            let me = try await fixture.daemon.call("http.call", ["account": .string("carol@\(host)"), "method": "GET",
+                                                                 "path": "/api/v1/accounts/verify_credentials"])
+            #expect(me["status"] == 200 && me["body"]?["username"] == "carol", "\(me)")
+            // The gateway: a write, form-encoded, as a program posts to Mastodon.
+            let posted = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/http/carol@\(host)/api/v1/statuses",
+                                                     ["--data", "status=hello+from+blueskyd"])
+            #expect(posted.status == 200, "\(posted.body)")
+            #expect(testbed.mastodonStatuses.map(\.text) == ["hello from blueskyd"])
+            // Only the account's own server: a path is a path, never a URL or a way out of it.
+            for path in ["https://evil.test/x", "//evil.test/x", "/api/../oauth/token", "/api/%2e%2e/x"] {
+                let refused = await fixture.rpcErrorName {
+                    _ = try await fixture.daemon.call("http.call", ["account": .string("carol@\(host)"), "path": .string(path)])
+                }
+                #expect(refused == "InvalidParams", "\(path): \(String(describing: refused))")
+            }
+            // An atproto call for this account is refused, and the other way round.
+            let wrongKind = await fixture.rpcErrorName {
+                _ = try await fixture.daemon.call("xrpc.call", ["account": .string("carol@\(host)"), "nsid": "com.atproto.server.getSession"])
+            }
+            #expect(wrongKind == "InvalidParams")
+
+            // Idle upkeep: tokens of 6 s are refreshed ahead of their expiry, each refresh
+            // token spent once.
+            testbed.setMastodonAccessTokenLifetime(.seconds(6))
+            _ = try await fixture.daemon.call("accounts.refresh", ["account": .string("carol@\(host)")])
+            let rotated = await eventually(timeout: .seconds(40)) { testbed.mastodonStats.grants.refreshes >= 4 }
+            #expect(rotated, "refreshed on schedule: \(testbed.mastodonStats.grants)")
+            #expect(testbed.mastodonStats.grants.refreshTokenReplays == 0)
+            let again = try await fixture.daemon.call("http.call", ["account": .string("carol@\(host)"), "path": "/api/v1/accounts/verify_credentials"])
+            #expect(again["status"] == 200, "the newest token works: \(again)")
+
+            // A second login to the instance reuses the registration.
+            _ = try await Self.login(fixture, testbed.mastodonURL)
+            #expect(testbed.mastodonStats.appsRegistered == 1, "one registration per server")
+
+            // Logout revokes the grant at the instance, then forgets the account.
+            let logout = try await fixture.bskyctl(["logout", "carol@\(host)"])
+            #expect(logout.status == 0, "\(logout.stderr)")
+            #expect(testbed.mastodonLiveGrants == 0, "the instance no longer honours any token of the session")
+            #expect(testbed.mastodonStats.grants.revocations >= 1)
+            #expect(try await fixture.listedAccounts()["carol@\(host)"] == nil)
+        }
+    }
+
+    @Test("a [[provider]] whose server issues no refresh token: sessionEndingSoon before the access token expires, then needs-login with the reason")
+    func accessOnlyProvider() async throws {
+        try await EndToEndFixture.with(names: ["alice"], daemonConfigFile: { testbed in
+            """
+            [[provider]]
+            name = "sso"
+            issuer = "\(testbed.genericOAuthURL)"
+            scope = "profile"
+            """
+        }) { fixture in
+            let testbed = fixture.testbed
+            testbed.addGenericOAuthUser(subject: "u-7", username: "dora", name: "Dora D")
+            testbed.configureGenericOAuth(accessTokenLifetime: .seconds(8), issuesRefreshTokens: false)
+            let events = try EventListener(socketPath: fixture.daemon.socketPath)
+            defer { events.close() }
+            let account = try await Self.login(fixture, "sso")
+            #expect(account["oauth"]?["clientKind"] == "oauth2-access-only")
+            #expect(account["oauth"]?["sessionEndsAt"]?.stringValue == account["accessExpiresAt"]?.stringValue)
+            #expect(account["did"]?.stringValue == testbed.genericOAuthURL + "#u-7")
+            #expect(account["profile"]?["displayName"] == "Dora D")
+            let did = try #require(account["did"]?.stringValue)
+            try await events.waitFor("account.sessionEndingSoon", did: did, timeout: .seconds(15))
+            let ended = try await events.waitFor("account.needsLogin", did: did, timeout: .seconds(20))
+            #expect(ended["reason"]?.stringValue?.contains("no refresh token") == true, "\(ended)")
+            #expect(testbed.genericOAuthStats.refreshes == 0, "nothing was ever sent as a refresh")
+            let call = await fixture.rpcErrorName {
+                _ = try await fixture.daemon.call("http.call", ["account": .string(did), "path": "/userinfo"])
+            }
+            #expect(call == "NeedsLogin")
+        }
+    }
+
+    @Test("300 concurrent calls meeting an expired token (the server's clock ahead) make exactly one refresh; each call is answered")
+    func concurrentCallsOneRefresh() async throws {
+        try await EndToEndFixture.with(names: ["alice"]) { fixture in
+            let testbed = fixture.testbed
+            testbed.addMastodonUser(username: "erin", displayName: "Erin")
+            let account = try await Self.login(fixture, testbed.mastodonURL)
+            let id = try #require(account["id"]?.stringValue)
+            let refreshesBefore = testbed.mastodonStats.grants.refreshes
+            // The instance's clock runs past the token's two hours; blueskyd's does not, so it
+            // learns of the expiry only from the 401s of the calls in flight.
+            testbed.advanceClock(by: .seconds(7_260))
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+                for _ in 0..<300 {
+                    group.addTask {
+                        let answer = try await fixture.daemon.call("http.call", ["account": .string(id), "path": "/api/v1/accounts/verify_credentials"])
+                        return answer["status"]?.intValue ?? -1
+                    }
+                }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.count == 300 && statuses.allSatisfy { $0 == 200 }, "\(Dictionary(grouping: statuses, by: { $0 }).mapValues(\.count))")
+            let refreshes = testbed.mastodonStats.grants.refreshes - refreshesBefore
+            #expect(refreshes == 1, "single flight: \(refreshes) refreshes")
+            #expect(testbed.mastodonStats.grants.refreshTokenReplays == 0)
+        }
+    }
+}
