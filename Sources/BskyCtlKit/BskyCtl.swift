@@ -46,7 +46,7 @@ public struct BskyCtl: ParsableCommand {
         subcommands: [
             AccountsCommand.self, LoginCommand.self, LogoutCommand.self, UseCommand.self,
             RefreshCommand.self, ProxyCommand.self, CallCommand.self, StatusCommand.self,
-            ClientMetadataCommand.self, EventsCommand.self, MetricsCommand.self, ExecCommand.self,
+            ClientMetadataCommand.self, EventsCommand.self, MetricsCommand.self, ExecCommand.self, HTTPCommand.self,
         ]
     )
 

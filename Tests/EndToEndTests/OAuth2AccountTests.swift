@@ -143,4 +143,60 @@ struct OAuth2AccountTests {
             #expect(testbed.mastodonStats.grants.refreshTokenReplays == 0)
         }
     }
+
+    @Test("policies name methods and paths: a reader's gateway socket reads but cannot post; bskyctl exec posts within http:POST:/api/v1/statuses; a pasted redirect logs in; bskyctl http")
+    func policiesExecAndPaste() async throws {
+        let sockets = try TemporaryDirectory("blueskyd-http-clients")
+        defer { sockets.remove() }
+        try await EndToEndFixture.with(names: ["alice"], logLevel: "info", daemonConfigFile: { _ in
+            """
+            [[client]]
+            name = "reader"
+            socket = "\(sockets.file("reader.sock"))"
+            gateway_socket = "\(sockets.file("reader-xrpc.sock"))"
+            policy = "http:GET:/api/*"
+            """
+        }) { fixture in
+            let testbed = fixture.testbed
+            testbed.addMastodonUser(username: "ivy", displayName: "Ivy")
+            let host = try #require(URL(string: testbed.mastodonURL)?.host)
+            // --no-browser: the redirect the browser was sent to is pasted.
+            let login = try InteractiveBskyctl(["login", testbed.mastodonURL, "--no-browser"], socketPath: fixture.daemon.socketPath,
+                                               directory: fixture.directory.path)
+            login.paste(try await fixture.browser.approve(try await login.authorizationURL()))
+            #expect(await login.wait() == 0, "\(login.stderr)")
+            #expect(login.stdout.contains("Logged in as ivy@\(host)"), "\(login.stdout)")
+
+            let read = try await GatewayTests.curl(sockets.file("reader-xrpc.sock"), "/http/ivy@\(host)/api/v1/accounts/verify_credentials")
+            #expect(read.status == 200, "\(read.body)")
+            let write = try await GatewayTests.curl(sockets.file("reader-xrpc.sock"), "/http/ivy@\(host)/api/v1/statuses",
+                                                    ["--data", "status=nope"])
+            #expect(write.status == 403 && write.error == "PolicyDenied" && write.body.contains("http:POST:/api/v1/statuses"), "\(write.body)")
+            let rpcWrite = try await ClientPolicyTests.call(sockets.file("reader.sock"), "http.call",
+                                                            ["path": "/api/v1/statuses", "method": "POST", "body": ["status": "nope"]])
+            if case .failure(let error) = rpcWrite { #expect(error.name == "PolicyDenied") } else { Issue.record("the reader posted") }
+            #expect(testbed.mastodonStatuses.isEmpty, "nothing refused reached the instance")
+
+            // bskyctl exec: the program gets a gateway token held to its policy, never the bearer token.
+            let script = """
+                curl -s -o /dev/null -w '%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" --data 'status=from+exec' \
+                  "http://localhost/t/$BLUESKYD_GATEWAY_TOKEN/http/ivy@\(host)/api/v1/statuses"
+                curl -s -o /dev/null -w '%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" \
+                  "http://localhost/t/$BLUESKYD_GATEWAY_TOKEN/http/ivy@\(host)/api/v1/accounts/verify_credentials"
+                """
+            let exec = try await CommandResult.run(Binaries.path("bskyctl"), [
+                "--socket", fixture.daemon.socketPath, "exec", "--account", "ivy@\(host)", "--policy", "http:POST:/api/v1/statuses",
+                "--", "/bin/sh", "-c", script,
+            ])
+            #expect(exec.status == 0, "\(exec.stderr)")
+            #expect(exec.stdout.split(separator: "\n") == ["200", "403"], "the post within the policy, the read outside it: \(exec.stdout)")
+            #expect(testbed.mastodonStatuses.map(\.text) == ["from exec"])
+
+            // bskyctl http: the body printed, an error status an exit status.
+            let me = try await fixture.bskyctl(["http", "GET", "/api/v1/accounts/verify_credentials", "--account", "ivy@\(host)"])
+            #expect(me.status == 0 && me.json?["username"] == "ivy", "\(me.stdout) \(me.stderr)")
+            let missing = try await fixture.bskyctl(["http", "GET", "/api/v1/nothing", "--account", "ivy@\(host)"])
+            #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
+        }
+    }
 }
