@@ -162,7 +162,7 @@ let package = Package(
         .testTarget(name: "XRPCTests", dependencies: ["XRPC", "BlueskyHTTP", "BlueskyTesting"]),
         .testTarget(name: "BlueskyDaemonTests", dependencies: [
             "BlueskyDaemon", "BlueskyHTTP", "JSONRPC", "ATOAuth", "XRPC", "AccountStoreCore", "BlueskyTesting", "RPCServer",
-            "ATIdentity", "WebBasics",
+            "ATIdentity", "WebBasics", "ATPermissions", "OAuth2Client",
         ]),
         .testTarget(name: "ATTestbedTests", dependencies: [
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC", "WebBasics",
