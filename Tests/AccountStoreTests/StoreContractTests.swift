@@ -29,6 +29,30 @@ struct StoreContractTests {
         }
     }
 
+    @Test("an OAuth 2.0 server's account (issuer#subject, no refresh token) reads back with its sealed client facts",
+          arguments: StoreBackend.allCases)
+    func oauth2RoundTrip(_ backend: StoreBackend) async throws {
+        try await backend.withStore { store in
+            let now = Date(timeIntervalSinceReferenceDate: 810_000_000.5)
+            let info = OAuthSessionInfo(issuer: "https://social.example.test", tokenEndpoint: "https://social.example.test/oauth/token",
+                                        revocationEndpoint: "https://social.example.test/oauth/revoke", scope: "read write",
+                                        sessionStartedAt: now, clientKind: .oauth2AccessOnly, clientID: "app-1")
+            let record = AccountRecord(did: "https://social.example.test#109", handle: "alice@social.example.test", handleVerified: true,
+                                       pds: "https://social.example.test", authKind: .oauth2, createdAt: now, lastRefreshAt: now,
+                                       accessExpiresAt: now.addingTimeInterval(86_400), refreshExpiresAt: now.addingTimeInterval(86_400),
+                                       oauth: info)
+            let facts = OAuth2SessionFacts(clientSecret: "app-secret", redirectURI: "http://127.0.0.1:41234/callback",
+                                           profileURL: "https://social.example.test/api/v1/accounts/verify_credentials",
+                                           profileFields: ["subject": "id", "handle": "acct"], provider: nil)
+            let secrets = AccountSecrets(accessToken: "access-1", refreshToken: "", oauth2: facts)
+            try await store.insert(record, secrets: secrets)
+            #expect(try await store.account(did: record.did) == record)
+            #expect(try await store.secrets(for: record.id) == secrets)
+            #expect(try await store.account(id: record.id)?.sessionEndsAt == record.accessExpiresAt)
+            #expect(!"\(secrets)".contains("app-secret") && !"\(facts)".contains("app-secret"), "no secret in a description")
+        }
+    }
+
     @Test("a DID registers once; a batch with a repeated DID inserts nothing", arguments: StoreBackend.allCases)
     func uniqueDIDs(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
