@@ -139,7 +139,7 @@ let package = Package(
         .target(name: "BlueskyTesting", dependencies: ["DaemonHarness", "JSONRPC", "WebBasics", "BlueskyHTTP"] + nio,
                 path: "Tests/BlueskyTesting"),
         .executableTarget(name: "blueskyd-bench", dependencies: [
-            "ATTestbed", "DaemonHarness", "JSONRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "DPoP", "ATOAuth", "BlueskyHTTP",
+            "ATTestbed", "DaemonHarness", "JSONRPC", "AccountStoreCore", "SQLiteStore", "PostgresStore", "DPoP", "ATOAuth", "OAuth2Client", "BlueskyHTTP",
             "WebBasics", logging,
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),

@@ -43,6 +43,12 @@ extension BenchReport {
             lines.append("")
             lines += nonceLines()
         }
+        if oauth2Throughput != nil || oauth2Latency != nil {
+            lines.append("")
+            lines += throughputLines(oauth2Throughput, title: "8. OAuth 2.0 account throughput (Mastodon verify_credentials, bearer token)")
+            lines.append("")
+            lines += latencyLines(oauth2Latency, title: "9. OAuth 2.0 account latency at one connection")
+        }
         if let events {
             lines.append("")
             lines += events.lines()

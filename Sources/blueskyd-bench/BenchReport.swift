@@ -18,6 +18,8 @@ struct BenchReport: Codable, Sendable {
     /// Sections 5 and 6: sections 1 and 2 for an OAuth (DPoP-bound) session, same targets.
     var oauthThroughput: ThroughputResult?
     var oauthLatency: LatencyResult?
+    var oauth2Throughput: ThroughputResult?
+    var oauth2Latency: LatencyResult?
     /// Section 7: one entry per nonce rotation period tried.
     var nonceChallenges: [NonceChallengeResult] = []
     /// Section 8: many OAuth accounts falling due within one window.

@@ -53,6 +53,14 @@ struct BenchRun {
                 report.problems.append("oauth: skipped, no upstream PDS")
             }
         }
+        if OAuth2Bench.sections.contains(where: options.wants) {
+            if let upstream {
+                await OAuth2Bench(options: options, upstream: upstream, workDirectory: work.path, progress: progress)
+                    .run(into: &report)
+            } else {
+                report.problems.append("oauth2: skipped, no upstream")
+            }
+        }
         if options.wants("memory") {
             let memory = MemoryBench(options: options, upstream: upstream?.info, workDirectory: work.path, progress: progress)
             for count in options.accountCounts {
@@ -94,7 +102,8 @@ struct BenchRun {
     }
 
     /// Every section, in the order they run.
-    static let sectionOrder = ["throughput", "latency", GatewayUpload.section, "oauth-throughput", "oauth-latency", "oauth-nonces", "memory", "dpop",
+    static let sectionOrder = ["throughput", "latency", GatewayUpload.section, "oauth-throughput", "oauth-latency", "oauth-nonces",
+                               "oauth2-throughput", "oauth2-latency", "memory", "dpop",
                                EventsBench.section, RefreshCapacityBench.section, ClusterBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {

@@ -75,6 +75,13 @@ struct GatewayEndpoint: BenchEndpoint {
         return GatewayEndpoint(channel: channel, head: head)
     }
 
+    /// A connection sending `GET <uri>` (an OAuth 2.0 account's `/http/<account>/<path>`).
+    static func connect(socketPath: String, uri: String, group: any EventLoopGroup) async throws -> GatewayEndpoint {
+        let endpoint = try await connect(socketPath: socketPath, did: "-", group: group)
+        return GatewayEndpoint(channel: endpoint.channel,
+                               head: HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: HTTPHeaders([("Host", "localhost")])))
+    }
+
     func callOnce() -> EventLoopFuture<Bool> {
         let answer = channel.eventLoop.makePromise(of: Bool.self)
         let written = channel.eventLoop.makePromise(of: Void.self)

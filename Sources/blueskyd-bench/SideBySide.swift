@@ -28,8 +28,12 @@ struct SideBySide {
 
     /// The account the gateway side calls for; nil leaves the gateway out.
     var gatewayDID: String?
+    /// The gateway request's target instead of the XRPC call for `gatewayDID` (an OAuth 2.0
+    /// account's `/http/<account>/<path>`).
+    var gatewayURI: String?
 
     private func gatewayEndpoint(group: any EventLoopGroup) async throws -> GatewayEndpoint? {
+        if let uri = gatewayURI { return try await GatewayEndpoint.connect(socketPath: daemon.gatewaySocketPath, uri: uri, group: group) }
         guard let did = gatewayDID else { return nil }
         return try await GatewayEndpoint.connect(socketPath: daemon.gatewaySocketPath, did: did, group: group)
     }
@@ -180,7 +184,11 @@ enum BenchRequest {
 
     /// The request line, newline-terminated.
     static func line(did: String) -> ByteBuffer {
-        let request: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": "xrpc.call", "params": params(did: did)]
+        line(method: "xrpc.call", params: params(did: did))
+    }
+
+    static func line(method: String, params: JSONValue) -> ByteBuffer {
+        let request: JSONValue = ["jsonrpc": "2.0", "id": 1, "method": .string(method), "params": params]
         var line = ByteBuffer(bytes: request.encoded())
         line.writeInteger(UInt8(ascii: "\n"))
         return line

@@ -16,6 +16,9 @@ struct UpstreamInfo: Codable, Sendable {
     var dpopNonceRotationSeconds: Int
     /// The PDS's authorization server (issuer URL).
     var oauthIssuer: String
+    /// The testbed's Mastodon-compatible instance, where the benchmark user `bench` signs in
+    /// (the oauth2 section).
+    var mastodonURL: String
 }
 
 /// Name of the account the benchmark logs in with.
@@ -27,10 +30,14 @@ extension UpstreamInfo {
         // By default no refresh happens during the measurements, for either kind of session.
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory, configure: settings.configure)
         let account = await testbed.createAccount(AccountSpec(name: benchAccountName, initialPosts: 3))
+        testbed.addMastodonUser(username: benchAccountName, displayName: "Bench")
+        // Tokens that outlive the run: no refresh during the measurements.
+        testbed.setMastodonAccessTokenLifetime(.seconds(24 * 3600))
         let info = UpstreamInfo(
             caFile: testbed.caFile, pdsURL: testbed.pdsURL, plcURL: testbed.plcURL,
             did: account.did, handle: account.handle, appPassword: account.appPassword,
-            dpopNonceRotationSeconds: settings.nonceRotationSeconds, oauthIssuer: testbed.oauthIssuer)
+            dpopNonceRotationSeconds: settings.nonceRotationSeconds, oauthIssuer: testbed.oauthIssuer,
+            mastodonURL: testbed.mastodonURL)
         return (testbed, info)
     }
 }
