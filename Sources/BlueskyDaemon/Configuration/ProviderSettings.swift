@@ -33,6 +33,10 @@ public struct ProviderSettings: Sendable, Hashable {
     public var clientID: String?
     /// Only with `client_id`, for a confidential client registered by hand.
     public var clientSecret: String?
+    /// Only with `client_id`: the loopback redirect URI the client was registered with
+    /// (`http://127.0.0.1:<port>/<path>`), listened on for its logins. Without it the listener
+    /// takes any free port, which a server following RFC 8252 §7.3 accepts.
+    public var redirectURI: String?
 
     public init(name: String, issuer: String) {
         self.name = name
@@ -40,7 +44,7 @@ public struct ProviderSettings: Sendable, Hashable {
     }
 
     static let keys: [String] = ["name", "issuer", "authorization_endpoint", "token_endpoint", "revocation_endpoint", "api_url",
-                                 "profile_url", "profile_fields", "scope", "client_id", "client_secret"]
+                                 "profile_url", "profile_fields", "scope", "client_id", "client_secret", "redirect_uri"]
 
     /// Metadata written out in full, when both required endpoints are configured.
     func configuredMetadata(allowInsecureLoopback: Bool) throws(OAuth2ClientError) -> ProviderMetadata? {
@@ -52,6 +56,13 @@ public struct ProviderSettings: Sendable, Hashable {
             revocationEndpoint: try revocationEndpoint.map { url throws(OAuth2ClientError) in
                 try ProviderMetadata.checkedURL(url, allowInsecureLoopback: allowInsecureLoopback)
             })
+    }
+
+    /// The port and path of a loopback redirect URI, nil when it is not one.
+    static func loopbackRedirect(_ uri: String) -> (port: Int, path: String)? {
+        guard let url = URL(string: uri), url.scheme == "http", url.host == "127.0.0.1", let port = url.port, port > 0,
+              url.query == nil, url.fragment == nil else { return nil }
+        return (port, url.path.isEmpty ? "/" : url.path)
     }
 
     /// Whether `identifier` names this provider: its name, or its issuer (a trailing slash aside).
@@ -113,6 +124,13 @@ extension DaemonConfiguration {
             }
             if provider.clientSecret != nil, provider.clientID == nil {
                 throw fail("provider '\(name)': client_secret needs the client_id it belongs to")
+            }
+            if let redirect = try string("redirect_uri") {
+                guard provider.clientID != nil else { throw fail("provider '\(name)': redirect_uri needs the client_id registered with it") }
+                guard ProviderSettings.loopbackRedirect(redirect) != nil else {
+                    throw fail("provider '\(name)': redirect_uri must be http://127.0.0.1:<port>/<path> (blueskyd listens there)")
+                }
+                provider.redirectURI = redirect
             }
             if let value = table["profile_fields"] {
                 guard let fields = value.table else { throw fail("provider '\(name)': profile_fields must be a table of role = \"key\"") }

@@ -67,8 +67,12 @@ extension AccountManager {
         async throws(DaemonError) -> (RegisteredClient, LoopbackCallbackListener, String)
     {
         if let clientID = provider?.clientID {
+            let client = RegisteredClient(clientID: clientID, clientSecret: provider?.clientSecret)
+            if let redirect = provider?.redirectURI, let (port, path) = ProviderSettings.loopbackRedirect(redirect) {
+                return (client, try await oauth2Listener(port: port, path: path), redirect)
+            }
             let listener = try await oauth2Listener(port: nil)
-            return (RegisteredClient(clientID: clientID, clientSecret: provider?.clientSecret), listener, Self.redirectURI(port: listener.port))
+            return (client, listener, Self.redirectURI(port: listener.port))
         }
         if let (clientID, facts) = await existingRegistration(issuer: metadata.issuer),
            let port = URL(string: facts.redirectURI)?.port, let listener = try? await oauth2Listener(port: port) {
@@ -106,9 +110,9 @@ extension AccountManager {
     static func redirectURI(port: Int) -> String { "http://127.0.0.1:\(port)/callback" }
 
     /// The loopback listener on `port` (nil: any free one) for the browser's redirect.
-    private func oauth2Listener(port: Int?) async throws(DaemonError) -> LoopbackCallbackListener {
+    private func oauth2Listener(port: Int?, path: String = "/callback") async throws(DaemonError) -> LoopbackCallbackListener {
         do {
-            return try await LoopbackCallbackListener.start(host: "127.0.0.1", port: port, path: "/callback") { [weak self] query in
+            return try await LoopbackCallbackListener.start(host: "127.0.0.1", port: port, path: path) { [weak self] query in
                 guard let self else { return .init(status: .serviceUnavailable, text: "blueskyd is stopping.\n") }
                 return await self.handleLoopbackCallback(query: query)
             }
