@@ -45,7 +45,7 @@ extension BenchReport {
         }
         if oauth2Throughput != nil || oauth2Latency != nil {
             lines.append("")
-            lines += throughputLines(oauth2Throughput, title: "8. OAuth 2.0 account throughput (Mastodon verify_credentials, bearer token)")
+            lines += throughputLines(oauth2Throughput, title: "8. OAuth 2.0 account throughput (GET /api/v1/accounts/verify_credentials at the Mastodon instance, bearer token; http.call and /http/)")
             lines.append("")
             lines += latencyLines(oauth2Latency, title: "9. OAuth 2.0 account latency at one connection")
         }

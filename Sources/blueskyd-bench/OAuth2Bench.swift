@@ -42,7 +42,7 @@ struct OAuth2Bench {
             let line = BenchRequest.line(method: "http.call", params: ["account": .string(started.account), "path": .string(Self.path)])
             let sides = SideBySide(options: options, progress: progress, prefix: "oauth2-", daemon: started.daemon, requestLine: line,
                                    group: group, latencyTarget: LatencyResult.appPasswordTarget, gatewayDID: nil,
-                                   gatewayURI: "/http/\(started.account)\(Self.path)")
+                                   callName: "GET " + Self.path, gatewayURI: "/http/\(started.account)\(Self.path)")
             if options.wants("oauth2-throughput") {
                 do { report.oauth2Throughput = try await sides.throughput(direct: direct) } catch {
                     report.problems.append("oauth2-throughput: \(describe(error))")

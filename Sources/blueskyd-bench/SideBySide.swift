@@ -28,6 +28,8 @@ struct SideBySide {
 
     /// The account the gateway side calls for; nil leaves the gateway out.
     var gatewayDID: String?
+    /// What the report names the call by.
+    var callName = benchNSID
     /// The gateway request's target instead of the XRPC call for `gatewayDID` (an OAuth 2.0
     /// account's `/http/<account>/<path>`).
     var gatewayURI: String?
@@ -53,13 +55,13 @@ struct SideBySide {
         let directMedian = Statistics.median(first.direct) ?? 0
         let daemonMedian = Statistics.median(first.other) ?? 0
         var result = ThroughputResult(
-            nsid: benchNSID, connections: options.connections, inFlightPerConnection: 1,
+            nsid: callName, connections: options.connections, inFlightPerConnection: 1,
             roundSeconds: options.roundSeconds, directRounds: first.direct, daemonRounds: first.other,
             directMedian: directMedian, daemonMedian: daemonMedian,
             ratio: directMedian > 0 ? daemonMedian / directMedian : 0,
             directFailures: first.directFailures, daemonFailures: first.otherFailures, firstError: first.firstError,
             daemonRSSAfterLoadKiB: ProcessMemory.read(pid: daemon.pid)?.rssKiB)
-        guard gatewayDID != nil else { return result }
+        guard gatewayDID != nil || gatewayURI != nil else { return result }
         var gatewayEndpoints: [GatewayEndpoint] = []
         for _ in 0..<options.connections {
             if let gateway = try await gatewayEndpoint(group: group) { gatewayEndpoints.append(gateway) }
@@ -125,6 +127,7 @@ struct SideBySide {
         let (direct1, daemonSamples, failures1) = try await alternate(direct, daemonEndpoint, loop: loop)
         var result = try Self.latencyResult(direct: direct1, proxied: daemonSamples, failures: failures1,
                                             options: options, target: latencyTarget)
+        result.nsid = callName
         await daemonEndpoint.close()
         let gatewayEndpoint = try await gatewayEndpoint(group: loop)
         if let gatewayEndpoint {

@@ -14,7 +14,7 @@ struct OAuth2AccountUnitTests {
             #expect(throws: Never.self, "\(path)") { _ = try HTTPCall.normalised(path) }
         }
         for path in ["api/v1", "https://evil.test/", "//evil.test/x", "/api/../oauth/token", "/api/./x", "/api/%2e%2e/x",
-                     "/api%2Fx", "/a b", "/x?y=1", "/x#frag", "/a\\b", "/%zz"] {
+                     "/api%2Fx", "/a b", "/x?y=1", "/x#frag", "/a\\b", "/%zz", "/api/..", "/.", "/a//"] {
             #expect(throws: DaemonError.self, "\(path)") { _ = try HTTPCall.normalised(path) }
         }
         let call = try HTTPCall(account: nil, method: "post", path: "/api/v1/statuses", query: "?visibility=direct",
@@ -22,7 +22,7 @@ struct OAuth2AccountUnitTests {
                                           ("Idempotency-Key", "k1")], body: nil)
         #expect(call.method == "POST" && call.query == "visibility=direct")
         #expect(call.headers.map(\.0) == ["content-type", "idempotency-key"], "the caller's credentials never go out")
-        #expect(call.url(origin: "https://social.example")?.absoluteString == "https://social.example/api/v1/statuses?visibility=direct")
+        #expect(call.url(origin: URL(string: "https://social.example")!)?.absoluteString == "https://social.example/api/v1/statuses?visibility=direct")
         #expect(throws: DaemonError.self) { _ = try HTTPCall(account: nil, method: "GET", path: "/", query: nil, headers: [("X", "a\r\nb")], body: nil) }
         #expect(throws: DaemonError.self) { _ = try HTTPCall(account: nil, method: "GE T", path: "/", query: nil, headers: [], body: nil) }
     }

@@ -37,7 +37,7 @@ struct HTTPCall: Sendable {
     ]
 
     init(account: String?, method: String, path: String, query: String?, headers: [(String, String)], body: [UInt8]?) throws(DaemonError) {
-        let method = method.uppercased()
+        let method = method.utf8.contains(where: { $0 >= 0x61 && $0 <= 0x7A }) ? method.uppercased() : method
         guard !method.isEmpty, method.utf8.count <= 16, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
             throw .invalidParams("method must be an HTTP method such as GET or POST", field: "method")
         }
@@ -50,7 +50,7 @@ struct HTTPCall: Sendable {
         self.query = query.flatMap { $0.isEmpty ? nil : ($0.hasPrefix("?") ? String($0.dropFirst()) : $0) }
         var kept: [(String, String)] = []
         for (name, value) in headers {
-            let lowered = name.lowercased()
+            let lowered = name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? name.lowercased() : name
             guard !lowered.isEmpty, lowered.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ":") }),
                   XRPCCall.isHeaderSafe(value) else {
                 throw .invalidParams("header '\(name.prefix(64))' is not a header name with a value a header can hold", field: "headers")
@@ -67,21 +67,43 @@ struct HTTPCall: Sendable {
     /// and empty ones.
     static func normalised(_ path: String) throws(DaemonError) -> String {
         func refuse(_ why: String) -> DaemonError { .invalidParams("path \(why)", field: "path") }
-        guard path.hasPrefix("/") else { throw refuse("must start with / (a path on the account's server, not a URL)") }
-        guard path.utf8.count <= 4_096 else { throw refuse("is longer than 4096 bytes") }
-        guard !path.utf8.contains(where: { $0 <= 0x20 || $0 >= 0x7F || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") || $0 == UInt8(ascii: "\\") }) else {
-            throw refuse("must be URL-encoded, without a query ('?': use query) or fragment")
+        let bytes = path.utf8
+        guard bytes.first == UInt8(ascii: "/") else { throw refuse("must start with / (a path on the account's server, not a URL)") }
+        guard bytes.count <= 4_096 else { throw refuse("is longer than 4096 bytes") }
+        // One pass: each segment (between slashes) is checked as it ends.
+        var segmentLength = 0, dots = 0, escapes = false
+        var index = bytes.startIndex
+        while index != bytes.endIndex {
+            let byte = bytes[index]
+            switch byte {
+            case 0...0x20, 0x7F...0xFF, UInt8(ascii: "?"), UInt8(ascii: "#"), UInt8(ascii: "\\"):
+                throw refuse("must be URL-encoded, without a query ('?': use query) or fragment")
+            case UInt8(ascii: "%"):
+                escapes = true
+            default:
+                break
+            }
+            if byte == UInt8(ascii: "/") {
+                if index != bytes.startIndex {
+                    if segmentLength == 0 { throw refuse("may not hold '//'") }
+                    if dots == segmentLength, dots <= 2 { throw refuse("may not hold '.' or '..' segments") }
+                }
+                segmentLength = 0
+                dots = 0
+            } else {
+                segmentLength += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+            index = bytes.index(after: index)
         }
+        if segmentLength > 0, dots == segmentLength, dots <= 2 { throw refuse("may not hold '.' or '..' segments") }
+        guard escapes else { return path }
+        // A server may decode an escaped '/', '.' or '\\' into a path a prefix rule did not mean.
         let lowered = path.lowercased()
         guard !lowered.contains("%2f"), !lowered.contains("%2e"), !lowered.contains("%5c") else {
             throw refuse("may not escape '/', '.' or '\\'")
         }
-        let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
-        for (index, segment) in segments.enumerated() {
-            if segment == "." || segment == ".." { throw refuse("may not hold '.' or '..' segments") }
-            if segment.isEmpty && index != segments.count - 1 { throw refuse("may not hold '//'") }
-            if segment.contains("%"), PercentDecoding.decode(segment, plusIsSpace: false) == nil { throw refuse("holds a broken %-escape") }
-        }
+        guard PercentDecoding.decode(path[...], plusIsSpace: false) != nil else { throw refuse("holds a broken %-escape") }
         return path
     }
 
@@ -129,11 +151,14 @@ struct HTTPCall: Sendable {
         return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
     }
 
-    /// The URL on the account's server: its origin, this path and query; nil if that would name
-    /// another origin.
-    func url(origin: String) -> URL? {
-        guard let url = URL(string: origin + path + (query.map { "?" + $0 } ?? "")),
-              let base = URL(string: origin), url.scheme == base.scheme, url.host == base.host, url.port == base.port else { return nil }
+    /// The URL on the account's server: its origin, this path and query; nil if that would
+    /// name another host (it cannot, the path being checked: a second guard).
+    func url(origin: URL) -> URL? {
+        var text = origin.absoluteString
+        if text.hasSuffix("/") { text.removeLast() }
+        text += path
+        if let query { text += "?" + query }
+        guard let url = URL(string: text), url.host == origin.host, url.port == origin.port else { return nil }
         return url
     }
 }

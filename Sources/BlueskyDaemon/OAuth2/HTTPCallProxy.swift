@@ -12,7 +12,7 @@ struct HTTPCallProxy: Sendable {
         let session = try registry.session(call.account)
         let target = try await session.httpTarget()
         guard let url = call.url(origin: target.origin) else {
-            throw .invalidParams("path and query do not make a URL on \(target.origin)", field: "path")
+            throw .invalidParams("path and query do not make a URL on \(target.origin.absoluteString)", field: "path")
         }
         let response = try await send(call, url: url, token: target.token)
         // A refused token (revoked early, or expired ahead of its stated life): refresh once and
@@ -37,8 +37,9 @@ struct HTTPCallProxy: Sendable {
     /// passed on as the server wrote it.
     static func result(of response: InboundResponse) -> JSONValue {
         var fields: [String: JSONValue] = ["status": .number(Double(response.status))]
-        fields["headers"] = .object(Dictionary(passedHeaders(response.headers).map { ($0.0, JSONValue.string($0.1)) },
-                                               uniquingKeysWith: { first, _ in first }))
+        var headers: [String: JSONValue] = [:]
+        for (name, value) in passedHeaders(response.headers) where headers[name] == nil { headers[name] = .string(value) }
+        fields["headers"] = .object(headers)
         let mediaType = response.mediaType
         if let mediaType { fields["contentType"] = .string(mediaType) }
         if response.body.isEmpty {
@@ -54,7 +55,8 @@ struct HTTPCallProxy: Sendable {
     /// The server's headers a caller may read (lower-cased): never its cookies.
     static func passedHeaders(_ headers: [(String, String)]) -> [(String, String)] {
         headers.compactMap { name, value in
-            let lowered = name.lowercased()
+            let lowered = name.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A })
+                ? String(decoding: name.utf8.map(InboundResponse.asciiLowercased), as: UTF8.self) : name
             return HTTPCall.answerHeaders.contains(lowered) ? (lowered, value) : nil
         }
     }

@@ -121,12 +121,13 @@ extension AccountSession {
 
 extension AccountSession {
     /// What an `HTTPCall` needs, in one actor hop: a valid access token and the server's origin.
-    func httpTarget() async throws(DaemonError) -> (token: String, origin: String, refreshable: Bool) {
+    func httpTarget() async throws(DaemonError) -> (token: String, origin: URL, refreshable: Bool) {
         guard state.record.authKind == .oauth2 else {
             throw .invalidParams("account \(state.record.handle ?? state.record.did) is an atproto account: call it with xrpc.call (or /xrpc/ on the gateway)",
                                  field: "account")
         }
         let secrets = try await validSecrets()
-        return (secrets.accessToken, state.record.pds, state.record.oauth?.clientKind == .oauth2)
+        guard let origin = pdsURL else { throw .internalError("the account's server is not a URL: \(state.record.pds)") }
+        return (secrets.accessToken, origin, state.record.oauth?.clientKind == .oauth2)
     }
 }
