@@ -118,7 +118,7 @@ public struct Daemon: Sendable {
         let proxy = XRPCProxy(registry: accounts.registry, environment: environment,
                               pdsChanged: { session, used async throws(DaemonError) in
                                   try await accounts.pdsChanged(of: session, from: used)
-                              }, streaming: http)
+                              }, tokenRefused: { accounts.refreshProfileSoon(of: $0) }, streaming: http)
         let tokens = GatewayTokens()
         let routes = GatewayRoutes(proxy: proxy, logger: logger, tokens: tokens)
         var gatewayConfiguration = GatewayServer.Configuration()

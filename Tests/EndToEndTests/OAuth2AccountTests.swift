@@ -117,7 +117,7 @@ struct OAuth2AccountTests {
         }
     }
 
-    @Test("300 concurrent calls meeting an expired token (the server's clock ahead) make exactly one refresh; each call is answered")
+    @Test("300 concurrent calls meeting an expired token (the server's clock ahead) make exactly one refresh; each call is answered; the profile is fetched again")
     func concurrentCallsOneRefresh() async throws {
         try await EndToEndFixture.with(names: ["alice"]) { fixture in
             let testbed = fixture.testbed
@@ -128,6 +128,7 @@ struct OAuth2AccountTests {
             // The instance's clock runs past the token's two hours; blueskyd's does not, so it
             // learns of the expiry only from the 401s of the calls in flight.
             testbed.advanceClock(by: .seconds(7_260))
+            testbed.renameMastodonUser("erin", displayName: "Erin E")
             let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
                 for _ in 0..<300 {
                     group.addTask {
@@ -141,6 +142,11 @@ struct OAuth2AccountTests {
             let refreshes = testbed.mastodonStats.grants.refreshes - refreshesBefore
             #expect(refreshes == 1, "single flight: \(refreshes) refreshes")
             #expect(testbed.mastodonStats.grants.refreshTokenReplays == 0)
+            // A refused token puts the cached profile in doubt: it is fetched again.
+            let renamed = try await eventually(timeout: .seconds(10)) {
+                try await fixture.listedAccounts()["erin@\(try #require(URL(string: testbed.mastodonURL)?.host))"]?["profile"]?["displayName"] == "Erin E"
+            }
+            #expect(renamed, "the profile was fetched again after the 401")
         }
     }
 

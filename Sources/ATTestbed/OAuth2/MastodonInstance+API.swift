@@ -84,6 +84,13 @@ extension Testbed {
     }
 
     /// Live grants (an authorization and everything refreshed from it) of the instance.
+    /// Changes a user's display name (what `verify_credentials` says from now on).
+    public func renameMastodonUser(_ username: String, displayName: String) {
+        context.mastodon.records.withLock { records in
+            for (id, user) in records.users where user.username == username { records.users[id]?.displayName = displayName }
+        }
+    }
+
     /// The statuses posted, as (author id, text).
     public var mastodonStatuses: [(author: String, text: String)] { context.mastodon.records.withLock { $0.statuses } }
 

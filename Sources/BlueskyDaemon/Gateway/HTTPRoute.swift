@@ -65,7 +65,7 @@ extension GatewayRoutes {
         }
         let journal = WriteJournal(logger: logger)
         do throws(DaemonError) {
-            let answer = try await HTTPCallProxy(registry: proxy.registry, environment: proxy.environment).send(call)
+            let answer = try await HTTPCallProxy(proxy).send(call)
             journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { String(answer.status) })
             return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
                                    body: ByteBuffer(bytes: answer.body))

@@ -15,9 +15,9 @@ extension DaemonMethods {
                 throw error
             }
         }
-        let proxy = HTTPCallProxy(registry: accounts.registry, environment: accounts.environment)
+        let httpProxy = HTTPCallProxy(proxy)
         do throws(DaemonError) {
-            let response = try await proxy.send(call)
+            let response = try await httpProxy.send(call)
             journal.record(call, account: account, pid: peer.pid, client: client, outcome: { String(response.status) })
             if call.isWrite, (200..<300).contains(response.status), let session = try? accounts.registry.session(call.account) {
                 // A write may have changed the profile (a new name, a new avatar).

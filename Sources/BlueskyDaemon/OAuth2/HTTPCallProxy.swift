@@ -7,6 +7,18 @@ import JSONRPC
 struct HTTPCallProxy: Sendable {
     let registry: AccountRegistry
     let environment: SessionEnvironment
+    var tokenRefused: @Sendable (AccountSession) -> Void = { _ in }
+
+    init(registry: AccountRegistry, environment: SessionEnvironment, tokenRefused: @escaping @Sendable (AccountSession) -> Void = { _ in }) {
+        self.registry = registry
+        self.environment = environment
+        self.tokenRefused = tokenRefused
+    }
+
+    /// The same accounts and hooks as the XRPC proxy's.
+    init(_ proxy: XRPCProxy) {
+        self.init(registry: proxy.registry, environment: proxy.environment, tokenRefused: proxy.tokenRefused)
+    }
 
     func send(_ call: HTTPCall) async throws(DaemonError) -> InboundResponse {
         let session = try registry.session(call.account)
@@ -20,6 +32,7 @@ struct HTTPCallProxy: Sendable {
         guard response.status == 401, target.refreshable else { return response }
         let fresh = try await session.replaceExpired(token: target.token)
         guard fresh != target.token else { return response }
+        tokenRefused(session)
         return try await send(call, url: url, token: fresh)
     }
 

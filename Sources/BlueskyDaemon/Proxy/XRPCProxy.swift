@@ -13,6 +13,9 @@ struct XRPCProxy: Sendable {
     /// at the given URL refused a just-refreshed token; true when the account now has another
     /// PDS (the call is then made there, once). Throws `NeedsLogin` when it cannot follow.
     var pdsChanged: @Sendable (AccountSession, URL) async throws(DaemonError) -> Bool = { _, _ in false }
+    /// Told when a server refused an account's token and a refresh replaced it (an OAuth 2.0
+    /// server's account): its cached profile is fetched again, who the token names being in doubt.
+    var tokenRefused: @Sendable (AccountSession) -> Void = { _ in }
     /// The client of calls whose bodies stream (the gateway's large uploads, sync answers);
     /// without one, those are made whole like the others.
     var streaming: OutboundHTTP?
