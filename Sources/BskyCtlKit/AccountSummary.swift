@@ -20,6 +20,8 @@ public struct AccountSummary: Sendable, Equatable {
     public var sessionEndsAt: Date?
     /// The profile's display name, when the daemon has fetched one.
     public var displayName: String?
+    /// The authorization server that granted an OAuth session.
+    public var issuer: String?
 
     public init(json: JSONValue) {
         func text(_ key: String) -> String? { json[key]?.stringValue }
@@ -37,6 +39,7 @@ public struct AccountSummary: Sendable, Equatable {
         nextRefreshAt = date("nextRefreshAt")
         sessionEndsAt = json["oauth"]?["sessionEndsAt"]?.stringValue.flatMap(Timestamp.parse)
         displayName = json["profile"]?["displayName"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
+        issuer = json["oauth"]?["issuer"]?.stringValue
     }
 
     /// The handle as people should read it, marked when the daemon could not verify it.
@@ -56,7 +59,13 @@ public struct AccountSummary: Sendable, Equatable {
 
     /// The `bskyctl login` command that signs this account in again the way it was.
     public var loginCommand: String {
-        "bskyctl login \(loginName)" + (auth == "oauth" ? "" : " --app-password")
+        switch auth {
+        // Another OAuth 2.0 server's account is signed in again at its server (the same
+        // person there replaces it in place).
+        case "oauth2": "bskyctl login \(issuer ?? loginName)"
+        case "oauth": "bskyctl login \(loginName)"
+        default: "bskyctl login \(loginName) --app-password"
+        }
     }
 }
 

@@ -114,6 +114,8 @@ struct OAuth2AccountTests {
                 _ = try await fixture.daemon.call("http.call", ["account": .string(did), "path": "/userinfo"])
             }
             #expect(call == "NeedsLogin")
+            let table = try await fixture.bskyctl(["accounts"])
+            #expect(table.stdout.contains("run: bskyctl login \(testbed.genericOAuthURL)"), "how to sign in again: \(table.stdout)")
         }
     }
 
