@@ -53,15 +53,7 @@ struct HTTPCallProxy: Sendable {
         var headers: [String: JSONValue] = [:]
         for (name, value) in passedHeaders(response.headers) where headers[name] == nil { headers[name] = .string(value) }
         fields["headers"] = .object(headers)
-        let mediaType = response.mediaType
-        if let mediaType { fields["contentType"] = .string(mediaType) }
-        if response.body.isEmpty {
-            fields["body"] = .null
-        } else if mediaType == "application/json", let json = try? JSONText(validating: response.body) {
-            fields["body"] = .verbatim(json)
-        } else {
-            fields["bodyBase64"] = .string(Data(response.body).base64EncodedString())
-        }
+        XRPCProxy.addBody(of: response, to: &fields)
         return .object(fields)
     }
 

@@ -136,17 +136,22 @@ struct XRPCProxy: Sendable {
             if forwardedHeaders.contains(lowercased) { headers[lowercased] = .string(value) }
         }
         fields["headers"] = .object(headers)
+        addBody(of: response, to: &fields)
+        return .object(fields)
+    }
+
+    /// A result's `contentType` and `body` (JSON passed on as the server wrote it: key order
+    /// and every digit of its numbers kept), or `bodyBase64` for anything else.
+    static func addBody(of response: InboundResponse, to fields: inout [String: JSONValue]) {
         let mediaType = response.mediaType
         if let mediaType { fields["contentType"] = .string(mediaType) }
         if response.body.isEmpty {
             fields["body"] = .null
         } else if mediaType == "application/json", let json = try? JSONText(validating: response.body) {
-            // Passed on as the PDS wrote it: key order and every digit of its numbers kept.
             fields["body"] = .verbatim(json)
         } else {
             fields["bodyBase64"] = .string(Data(response.body).base64EncodedString())
         }
-        return .object(fields)
     }
 }
 
