@@ -45,9 +45,10 @@ extension BenchReport {
         }
         if oauth2Throughput != nil || oauth2Latency != nil {
             lines.append("")
-            lines += throughputLines(oauth2Throughput, title: "8. OAuth 2.0 account throughput (GET /api/v1/accounts/verify_credentials at the Mastodon instance, bearer token; http.call and /http/)")
+            lines += throughputLines(oauth2Throughput, title: "12. OAuth 2.0 account throughput (the testbed's Mastodon instance, bearer token; http.call, then /http/)",
+                                     server: "Mastodon")
             lines.append("")
-            lines += latencyLines(oauth2Latency, title: "9. OAuth 2.0 account latency at one connection")
+            lines += latencyLines(oauth2Latency, title: "13. OAuth 2.0 account latency at one connection")
         }
         if let events {
             lines.append("")
@@ -72,12 +73,14 @@ extension BenchReport {
     /// Whether a section was asked for (a report from before `sections` was recorded: all).
     private func wants(_ section: String) -> Bool { sections.isEmpty || sections.contains(section) }
 
-    private func throughputLines(_ result: ThroughputResult?, title: String) -> [String] {
+    /// `server`: what the direct side calls, padded to the column ("the PDS").
+    private func throughputLines(_ result: ThroughputResult?, title: String, server: String = "the PDS") -> [String] {
+        let directLabel = "   direct (HTTPS to \(server)):".padding(toLength: 31, withPad: " ", startingAt: 0)
         guard let t = result else { return ["\(title): not measured (see problems)"] }
         var lines = [
             "\(title): \(t.nsid), \(t.connections) connections, \(t.inFlightPerConnection) request in flight each,"
                 + " \(t.directRounds.count) rounds × \(format(t.roundSeconds, 1)) s per side, alternating",
-            "   direct (HTTPS to the PDS):  median \(format(t.directMedian, 0)) calls/s   rounds: "
+            directLabel + "median \(format(t.directMedian, 0)) calls/s   rounds: "
                 + t.directRounds.map { format($0, 0) }.joined(separator: ", "),
             "   through blueskyd:           median \(format(t.daemonMedian, 0)) calls/s   rounds: "
                 + t.daemonRounds.map { format($0, 0) }.joined(separator: ", "),
@@ -86,7 +89,7 @@ extension BenchReport {
         ]
         if let g = t.gateway {
             lines.append("   then direct and the XRPC gateway, taking turns the same way:")
-            lines.append("   direct (HTTPS to the PDS):  median \(format(Statistics.median(g.directRounds) ?? 0, 0)) calls/s   rounds: "
+            lines.append(directLabel + "median \(format(Statistics.median(g.directRounds) ?? 0, 0)) calls/s   rounds: "
                 + g.directRounds.map { format($0, 0) }.joined(separator: ", "))
             lines.append("   through the XRPC gateway:   median \(format(g.median, 0)) calls/s   rounds: "
                 + g.rounds.map { format($0, 0) }.joined(separator: ", "))

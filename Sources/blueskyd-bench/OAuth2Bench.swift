@@ -8,7 +8,7 @@ import NIOHTTP1
 import NIOPosix
 import OAuth2Client
 
-/// Sections 8 and 9, for an OAuth 2.0 server's account: blueskyd signed in to the testbed's
+/// Sections 12 and 13, for an OAuth 2.0 server's account: blueskyd signed in to the testbed's
 /// Mastodon-compatible instance, its `http.call` and gateway `/http/<account>/…` calls of
 /// `verify_credentials` measured beside the same call made straight to the instance with a
 /// bearer token of the benchmark's own login.

@@ -20,7 +20,12 @@ struct HTTPCall: Sendable {
 
     /// What a client policy must grant for it.
     var need: PermissionNeed { .http(method: method, path: path) }
-    var isWrite: Bool { !["GET", "HEAD", "OPTIONS"].contains(method) }
+    var isWrite: Bool {
+        switch method {
+        case "GET", "HEAD", "OPTIONS": false
+        default: true
+        }
+    }
 
     /// Headers a caller may not set: the credentials are blueskyd's, the framing is the client's
     /// connection's, and a cookie of the caller's is no business of the server's account.
