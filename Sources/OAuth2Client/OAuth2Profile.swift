@@ -21,7 +21,8 @@ public struct OAuth2Profile: Sendable, Equatable {
 }
 
 /// Which key of a profile answer holds which fact. Keys may be dotted (`user.name`) for nested
-/// objects; numbers are read as their decimal text (an `id` of 42 is the subject "42").
+/// objects, and alternatives separated by `|` (the first present wins); numbers are read as
+/// their decimal text (an `id` of 42 is the subject "42").
 public enum OAuth2ProfileFields {
     public static let roles: Set<String> = ["subject", "handle", "displayName", "avatar", "description"]
 
@@ -30,17 +31,21 @@ public enum OAuth2ProfileFields {
                                   "description": "note"]
     /// OpenID Connect's userinfo.
     public static let openID = ["subject": "sub", "handle": "preferred_username", "displayName": "name", "avatar": "picture"]
-    /// NeoDB's `GET /api/me` (no numeric id: the username is the key).
-    public static let neoDB = ["subject": "username", "handle": "username", "displayName": "display_name", "avatar": "avatar"]
+    /// NeoDB's `GET /api/me` (no numeric id: the username is the key, else the profile's URL,
+    /// which holds it). Not `external_acct`, the fediverse account it signed in with: that is
+    /// another server's handle, maybe of an account registered here too.
+    public static let neoDB = ["subject": "username|url", "handle": "username", "displayName": "display_name", "avatar": "avatar"]
 
     /// Reads `document` by `fields`; nil when it has no subject.
     public static func read(_ document: JSONValue, fields: [String: String]) -> OAuth2Profile? {
         func text(_ role: String) -> String? {
-            guard let path = fields[role] else { return nil }
-            var value: JSONValue? = document
-            for key in path.split(separator: ".") { value = value?[String(key)] }
-            if let string = value?.stringValue { return string.isEmpty ? nil : string }
-            if let number = value?.doubleValue, number == number.rounded(), abs(number) < 1e15 { return String(Int64(number)) }
+            guard let paths = fields[role] else { return nil }
+            for path in paths.split(separator: "|") {
+                var value: JSONValue? = document
+                for key in path.split(separator: ".") { value = value?[String(key)] }
+                if let string = value?.stringValue, !string.isEmpty { return string }
+                if let number = value?.doubleValue, number == number.rounded(), abs(number) < 1e15 { return String(Int64(number)) }
+            }
             return nil
         }
         guard let subject = text("subject") else { return nil }

@@ -61,6 +61,11 @@ struct OAuth2AccountUnitTests {
         #expect(OAuth2ProfileFields.read(["sub": 42, "name": "N"], fields: OAuth2ProfileFields.openID)?.subject == "42")
         #expect(OAuth2ProfileFields.read(["user": ["id": "7"]], fields: ["subject": "user.id"])?.subject == "7")
         #expect(OAuth2ProfileFields.read(["name": "N"], fields: OAuth2ProfileFields.openID) == nil)
+        // NeoDB's /api/me as its documentation shows it (no username), and with one.
+        let neodb = try #require(OAuth2ProfileFields.read(["url": "https://neodb.social/users/xxx/", "external_acct": "xxx@yyy.zzz",
+                                                           "display_name": "XYZ", "avatar": "https://yyy.zzz/xxx.gif"], fields: OAuth2ProfileFields.neoDB))
+        #expect(neodb.subject == "https://neodb.social/users/xxx/" && neodb.handle == nil && neodb.displayName == "XYZ")
+        #expect(OAuth2ProfileFields.read(["username": "xxx", "url": "u"], fields: OAuth2ProfileFields.neoDB)?.subject == "xxx")
         let profile = AccountProfile(OAuth2Profile(subject: "1", avatar: "http://plain/x.png"), fetchedAt: Date())
         #expect(profile.avatar == nil, "only https avatars are passed on")
     }
@@ -87,6 +92,9 @@ struct OAuth2AccountUnitTests {
             ("[[provider]]\nname = \"a\"\nissuer = \"http://a.example\"", "is not an https URL"),
             ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\ntoken_endpoint = \"https://a/t\"", "give both authorization_endpoint and token_endpoint"),
             ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\nclient_secret = \"s\"", "client_secret needs the client_id"),
+            ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\napp_registration_endpoint = \"https://a/api/v1/apps\"", "go with authorization_endpoint"),
+            ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\nredirect_uri = \"http://127.0.0.1:5/cb\"", "redirect_uri needs the client_id"),
+            ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\nclient_id = \"c\"\nredirect_uri = \"https://a/cb\"", "must be http://127.0.0.1"),
             ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\nprofile_url = \"https://a/me\"\nprofile_fields = { nick = \"n\" }", "unknown role 'nick'"),
             ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\nscopes = \"read\"", "unknown key 'scopes'"),
             ("[[provider]]\nname = \"a\"\nissuer = \"https://a\"\n[[provider]]\nname = \"b\"\nissuer = \"https://a/\"", "two providers have the issuer"),

@@ -207,4 +207,32 @@ struct OAuth2AccountTests {
             #expect(missing.status == 1 && missing.stderr.contains("404"), "\(missing.stderr)")
         }
     }
+
+    @Test("a [[provider]] written out in full, as NeoDB needs (no metadata, Mastodon-style apps): nothing is discovered, the app is registered there")
+    func providerWithoutMetadata() async throws {
+        try await EndToEndFixture.with(names: ["alice"], daemonConfigFile: { testbed in
+            """
+            [[provider]]
+            name = "instance"
+            issuer = "\(testbed.mastodonURL)"
+            authorization_endpoint = "\(testbed.mastodonURL)/oauth/authorize"
+            token_endpoint = "\(testbed.mastodonURL)/oauth/token"
+            revocation_endpoint = "\(testbed.mastodonURL)/oauth/revoke"
+            app_registration_endpoint = "\(testbed.mastodonURL)/api/v1/apps"
+            scope = "read"
+            """
+        }) { fixture in
+            let testbed = fixture.testbed
+            testbed.addMastodonUser(username: "kim", displayName: "Kim")
+            let account = try await fixture.oauthLogin("instance", browser: fixture.browser)["account"] ?? .null
+            #expect(account["auth"] == "oauth2" && account["oauth"]?["scope"] == "read", "\(account)")
+            #expect(account["profile"]?["displayName"] == "Kim", "Mastodon's verify_credentials, as app registration says")
+            let requests = testbed.mastodonStats.requests
+            #expect(requests[MastodonEndpoint.metadata.rawValue] == nil, "no metadata was asked for: \(requests)")
+            #expect(requests[MastodonEndpoint.registerApp.rawValue] == 1)
+            let id = try #require(account["id"]?.stringValue)
+            _ = try await fixture.daemon.call("accounts.remove", ["account": .string(id)])
+            #expect(testbed.mastodonLiveGrants == 0, "revoked at the configured endpoint")
+        }
+    }
 }

@@ -9,9 +9,11 @@ import TOMLKit
 /// [[provider]]
 /// name = "neodb"
 /// issuer = "https://neodb.social"
+/// authorization_endpoint = "https://neodb.social/oauth/authorize"
+/// token_endpoint = "https://neodb.social/oauth/token"
+/// app_registration_endpoint = "https://neodb.social/api/v1/apps"
 /// scope = "read write"
 /// profile_url = "https://neodb.social/api/me"
-/// profile_fields = { subject = "username", handle = "username", displayName = "display_name", avatar = "avatar" }
 /// ```
 ///
 /// With `authorization_endpoint` and `token_endpoint` the server's metadata is not fetched at
@@ -24,6 +26,10 @@ public struct ProviderSettings: Sendable, Hashable {
     public var authorizationEndpoint: String?
     public var tokenEndpoint: String?
     public var revocationEndpoint: String?
+    /// Where a server without metadata registers clients: Mastodon's `POST /api/v1/apps`
+    /// (NeoDB's too), or RFC 7591's endpoint.
+    public var appRegistrationEndpoint: String?
+    public var registrationEndpoint: String?
     /// The origin calls go to (`/http/<account>/…`); the issuer's origin when unset.
     public var apiURL: String?
     public var profileURL: String?
@@ -43,19 +49,23 @@ public struct ProviderSettings: Sendable, Hashable {
         self.issuer = issuer
     }
 
-    static let keys: [String] = ["name", "issuer", "authorization_endpoint", "token_endpoint", "revocation_endpoint", "api_url",
+    static let keys: [String] = ["name", "issuer", "authorization_endpoint", "token_endpoint", "revocation_endpoint",
+                                 "app_registration_endpoint", "registration_endpoint", "api_url",
                                  "profile_url", "profile_fields", "scope", "client_id", "client_secret", "redirect_uri"]
 
     /// Metadata written out in full, when both required endpoints are configured.
     func configuredMetadata(allowInsecureLoopback: Bool) throws(OAuth2ClientError) -> ProviderMetadata? {
         guard let authorizationEndpoint, let tokenEndpoint else { return nil }
+        func checked(_ url: String?) throws(OAuth2ClientError) -> URL? {
+            try url.map { url throws(OAuth2ClientError) in try ProviderMetadata.checkedURL(url, allowInsecureLoopback: allowInsecureLoopback) }
+        }
         return ProviderMetadata(
             issuer: issuer,
             authorizationEndpoint: try ProviderMetadata.checkedURL(authorizationEndpoint, allowInsecureLoopback: allowInsecureLoopback),
             tokenEndpoint: try ProviderMetadata.checkedURL(tokenEndpoint, allowInsecureLoopback: allowInsecureLoopback),
-            revocationEndpoint: try revocationEndpoint.map { url throws(OAuth2ClientError) in
-                try ProviderMetadata.checkedURL(url, allowInsecureLoopback: allowInsecureLoopback)
-            })
+            revocationEndpoint: try checked(revocationEndpoint),
+            registrationEndpoint: try checked(registrationEndpoint),
+            appRegistrationEndpoint: try checked(appRegistrationEndpoint))
     }
 
     /// The port and path of a loopback redirect URI, nil when it is not one.
@@ -114,6 +124,8 @@ extension DaemonConfiguration {
             provider.authorizationEndpoint = try url("authorization_endpoint")
             provider.tokenEndpoint = try url("token_endpoint")
             provider.revocationEndpoint = try url("revocation_endpoint")
+            provider.appRegistrationEndpoint = try url("app_registration_endpoint")
+            provider.registrationEndpoint = try url("registration_endpoint")
             provider.apiURL = try url("api_url")
             provider.profileURL = try url("profile_url")
             provider.scope = try string("scope")
@@ -121,6 +133,10 @@ extension DaemonConfiguration {
             provider.clientSecret = try string("client_secret")
             guard (provider.authorizationEndpoint == nil) == (provider.tokenEndpoint == nil) else {
                 throw fail("provider '\(name)': give both authorization_endpoint and token_endpoint, or neither (discovery)")
+            }
+            if provider.authorizationEndpoint == nil,
+               provider.revocationEndpoint != nil || provider.appRegistrationEndpoint != nil || provider.registrationEndpoint != nil {
+                throw fail("provider '\(name)': revocation and registration endpoints go with authorization_endpoint and token_endpoint (else they come from the metadata)")
             }
             if provider.clientSecret != nil, provider.clientID == nil {
                 throw fail("provider '\(name)': client_secret needs the client_id it belongs to")
