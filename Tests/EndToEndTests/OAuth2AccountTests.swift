@@ -69,6 +69,9 @@ struct OAuth2AccountTests {
             let rotated = await eventually(timeout: .seconds(40)) { testbed.mastodonStats.grants.refreshes >= 4 }
             #expect(rotated, "refreshed on schedule: \(testbed.mastodonStats.grants)")
             #expect(testbed.mastodonStats.grants.refreshTokenReplays == 0)
+            let scraped = try await MetricsTests.scrape(fixture)
+            #expect((scraped["blueskyd_refreshes_total{kind=oauth2,outcome=rotated}"] ?? 0) >= 4, "refreshes counted by kind")
+            #expect((scraped["blueskyd_proxied_calls_total{front=jsonrpc,status=2xx}"] ?? 0) >= 1, "http.call counted")
             let again = try await fixture.daemon.call("http.call", ["account": .string("carol@\(host)"), "path": "/api/v1/accounts/verify_credentials"])
             #expect(again["status"] == 200, "the newest token works: \(again)")
 
@@ -199,6 +202,10 @@ struct OAuth2AccountTests {
             #expect(exec.status == 0, "\(exec.stderr)")
             #expect(exec.stdout.split(separator: "\n") == ["200", "403"], "the post within the policy, the read outside it: \(exec.stdout)")
             #expect(testbed.mastodonStatuses.map(\.text) == ["from exec"])
+
+            // Counted with the proxied calls of each front (the refused POST was never made).
+            let scraped = try await MetricsTests.scrape(fixture)
+            #expect((scraped["blueskyd_proxied_calls_total{front=gateway,status=2xx}"] ?? 0) >= 1, "\(scraped)")
 
             // bskyctl http: the body printed, an error status an exit status.
             let me = try await fixture.bskyctl(["http", "GET", "/api/v1/accounts/verify_credentials", "--account", "ivy@\(host)"])

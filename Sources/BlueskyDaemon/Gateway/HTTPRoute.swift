@@ -65,7 +65,10 @@ extension GatewayRoutes {
         }
         let journal = WriteJournal(logger: logger)
         do throws(DaemonError) {
-            let answer = try await HTTPCallProxy(proxy).send(call)
+            let httpProxy = HTTPCallProxy(proxy)
+            let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
+                try await httpProxy.send(call, upstream: upstream)
+            }
             journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { String(answer.status) })
             return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
                                    body: ByteBuffer(bytes: answer.body))

@@ -17,7 +17,9 @@ extension DaemonMethods {
         }
         let httpProxy = HTTPCallProxy(proxy)
         do throws(DaemonError) {
-            let response = try await httpProxy.send(call)
+            let response = try await proxy.counted(.jsonRPC, status: { $0.status }) { upstream async throws(DaemonError) in
+                try await httpProxy.send(call, upstream: upstream)
+            }
             journal.record(call, account: account, pid: peer.pid, client: client, outcome: { String(response.status) })
             if call.isWrite, (200..<300).contains(response.status), let session = try? accounts.registry.session(call.account) {
                 // A write may have changed the profile (a new name, a new avatar).

@@ -20,23 +20,26 @@ struct HTTPCallProxy: Sendable {
         self.init(registry: proxy.registry, environment: proxy.environment, tokenRefused: proxy.tokenRefused)
     }
 
-    func send(_ call: HTTPCall) async throws(DaemonError) -> InboundResponse {
+    /// - Parameter upstream: collects the time spent with the server (the metrics' added latency).
+    func send(_ call: HTTPCall, upstream: UpstreamTime? = nil) async throws(DaemonError) -> InboundResponse {
         let session = try registry.session(call.account)
         let target = try await session.httpTarget()
         guard let url = call.url(origin: target.origin) else {
             throw .invalidParams("path and query do not make a URL on \(target.origin.absoluteString)", field: "path")
         }
-        let response = try await send(call, url: url, token: target.token)
+        let response = try await send(call, url: url, token: target.token, upstream: upstream)
         // A refused token (revoked early, or expired ahead of its stated life): refresh once and
         // send again; the body is held whole, so the resend is the same request.
         guard response.status == 401, target.refreshable else { return response }
         let fresh = try await session.replaceExpired(token: target.token)
         guard fresh != target.token else { return response }
         tokenRefused(session)
-        return try await send(call, url: url, token: fresh)
+        return try await send(call, url: url, token: fresh, upstream: upstream)
     }
 
-    private func send(_ call: HTTPCall, url: URL, token: String) async throws(DaemonError) -> InboundResponse {
+    private func send(_ call: HTTPCall, url: URL, token: String, upstream: UpstreamTime?) async throws(DaemonError) -> InboundResponse {
+        let started = upstream.map { _ in ContinuousClock.now }
+        defer { if let upstream, let started { upstream.add(ContinuousClock.now - started) } }
         let request = OutboundRequest(method: call.method, url: url, headers: call.headers + [("Authorization", "Bearer " + token)],
                                       body: call.body)
         do {
