@@ -168,7 +168,8 @@ let package = Package(
             "ATTestbed", "BlueskyTesting", "ATOAuth", "DPoP", "BlueskyHTTP", "JSONRPC", "WebBasics",
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP"],
+        .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP",
+                                                          .product(name: "Crypto", package: "swift-crypto")],
                     exclude: ["gateway_sdk_client.py", "parse_metrics.py"]),
         .testTarget(name: "XRPCGatewayTests", dependencies: [
             "XRPCGateway", "RPCServer", "JSONRPC", "BlueskyHTTP", "BlueskyTesting",

@@ -1,3 +1,4 @@
+import Crypto
 import ATTestbed
 import BlueskyTesting
 import Foundation
@@ -74,6 +75,16 @@ struct OAuth2AccountTests {
             #expect((scraped["blueskyd_proxied_calls_total{front=jsonrpc,status=2xx}"] ?? 0) >= 1, "http.call counted")
             let again = try await fixture.daemon.call("http.call", ["account": .string("carol@\(host)"), "path": "/api/v1/accounts/verify_credentials"])
             #expect(again["status"] == 200, "the newest token works: \(again)")
+
+            // An upload past the gateway's whole-body limit is passed on as it arrives.
+            let media = fixture.directory.file("media.bin")
+            var generator = SystemRandomNumberGenerator()
+            let bytes = (0..<3_000_000).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            try Data(bytes).write(to: URL(fileURLWithPath: media))
+            let uploaded = try await GatewayTests.curl(fixture.daemon.gatewaySocketPath, "/http/carol@\(host)/api/v2/media",
+                                                       ["-H", "Content-Type: application/octet-stream", "--data-binary", "@" + media])
+            let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            #expect(uploaded.status == 200 && uploaded.body.contains(digest), "3 MB arrived intact: \(uploaded.body.prefix(300))")
 
             // A second login to the instance reuses the registration.
             _ = try await Self.login(fixture, testbed.mastodonURL)

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import JSONRPC
 
@@ -41,6 +42,21 @@ extension MastodonInstance {
             records.statuses.append((grant.subject, text))
             return .json(["id": .string(String(records.statuses.count)), "content": .string("<p>\(text)</p>"),
                           "account": ["id": .string(grant.subject)]])
+        }
+    }
+
+    /// `POST /api/v2/media`: the body's bytes (any type; a real instance takes multipart), kept
+    /// whole, answered with their count and SHA-256 so a test can tell they arrived intact.
+    func postMedia(_ request: TestbedRequest) -> TestbedResponse {
+        let now = context.clock.now()
+        let token = OAuth2Forms.bearer(request) ?? ""
+        let bytes = request.bodyBytes
+        return store.records.withLock { records in
+            guard case .success = records.grants.authenticate(token, now: now) else {
+                return .json(["error": "The access token is invalid"], status: .unauthorized)
+            }
+            let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+            return .json(["id": .string(String(bytes.count)), "type": "unknown", "size": .number(Double(bytes.count)), "sha256": .string(digest)])
         }
     }
 

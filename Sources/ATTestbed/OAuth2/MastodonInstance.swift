@@ -31,6 +31,7 @@ struct MastodonInstance: Sendable {
             case .revoke: try revoke(request)
             case .verifyCredentials: verifyCredentials(request)
             case .postStatus: try postStatus(request)
+            case .postMedia: postMedia(request)
             }
         }
     }
@@ -56,7 +57,7 @@ struct MastodonInstance: Sendable {
 
 /// The instance's endpoints, by method and path.
 public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
-    case metadata, registerApp, authorize, token, revoke, verifyCredentials, postStatus
+    case metadata, registerApp, authorize, token, revoke, verifyCredentials, postStatus, postMedia
 
     init?(method: HTTPMethod, path: String) {
         switch (method, path) {
@@ -67,6 +68,7 @@ public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
         case (.POST, "/oauth/revoke"): self = .revoke
         case (.GET, "/api/v1/accounts/verify_credentials"): self = .verifyCredentials
         case (.POST, "/api/v1/statuses"): self = .postStatus
+        case (.POST, "/api/v2/media"): self = .postMedia
         default: return nil
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOHTTP1
+import BlueskyHTTP
 import WebBasics
 import XRPCGateway
 
@@ -9,9 +10,10 @@ import XRPCGateway
 enum HTTPRoute {
     static let prefix = "/http/"
 
-    /// A call, or the answer refusing it.
+    /// A call (its body, past the whole-body limit or chunked, as `upload`), or the answer
+    /// refusing it.
     enum Outcome {
-        case call(HTTPCall)
+        case call(HTTPCall, upload: ChunkSource?)
         case refused(GatewayResponse)
     }
 
@@ -23,19 +25,19 @@ enum HTTPRoute {
             return .refused(.xrpcError(.notFound, GatewayErrorName.notFound.rawValue,
                                        "name the account: /http/<account>/<path on its server>"))
         }
-        let body: [UInt8]?
+        // A body up to the whole-body limit is held, so that a call refused for its token can be
+        // sent again after a refresh; a larger one is passed on as it arrives.
+        var body: [UInt8]?
+        var upload: ChunkSource?
         switch request.body {
         case .whole(let bytes): body = bytes.readableBytes > 0 ? Array(bytes.readableBytesView) : nil
-        case .streamed:
-            // Held whole so that a call refused for its token can be sent again after a refresh.
-            return .refused(.xrpcError(.payloadTooLarge, "PayloadTooLarge",
-                                       "a body sent to an OAuth 2.0 server's account is held whole: at most 1 MiB, with a Content-Length"))
+        case .streamed(let chunks): upload = chunks
         }
         let headers = request.headers.map { ($0.name, $0.value) }
         do throws(DaemonError) {
             let path = slash == rest.endIndex ? "/" : String(rest[slash...])
             return .call(try HTTPCall(account: account, method: request.method.rawValue, path: path,
-                                         query: request.query.map(String.init), headers: headers, body: body))
+                                      query: request.query.map(String.init), headers: headers, body: body), upload: upload)
         } catch {
             return .refused(GatewayRoutes.response(for: error))
         }
@@ -46,9 +48,12 @@ extension GatewayRoutes {
     /// Makes an `/http/` call under `policies` (each may refuse it or fix its account).
     func respondHTTP(to request: GatewayRequest, policies: [ClientPolicy]) async -> GatewayResponse {
         var call: HTTPCall
+        let upload: ChunkSource?
         switch HTTPRoute.call(of: request) {
         case .refused(let refusal): return refusal
-        case .call(let made): call = made
+        case .call(let made, let body):
+            call = made
+            upload = body
         }
         var account: UUID?
         do throws(DaemonError) {
@@ -64,6 +69,7 @@ extension GatewayRoutes {
             return Self.response(for: error)
         }
         let journal = WriteJournal(logger: logger)
+        if let upload { return await respondStreamed(call, upload: upload, account: account, request: request, policies: policies) }
         do throws(DaemonError) {
             let httpProxy = HTTPCallProxy(proxy)
             let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
@@ -73,6 +79,24 @@ extension GatewayRoutes {
             return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
                                    body: ByteBuffer(bytes: answer.body))
         } catch {
+            journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { error.rpcError.name })
+            return Self.response(for: error)
+        }
+    }
+
+    /// An upload passed on as it arrives, its answer passed back the same way.
+    private func respondStreamed(_ call: HTTPCall, upload: ChunkSource, account: UUID?, request: GatewayRequest,
+                                 policies: [ClientPolicy]) async -> GatewayResponse {
+        let journal = WriteJournal(logger: logger)
+        let started = ContinuousClock.now
+        do throws(DaemonError) {
+            let answer = try await HTTPCallProxy(proxy).sendStreamed(call, upload: upload)
+            proxy.count(.gateway, status: answer.status, since: started, upstream: nil)
+            journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { String(answer.status) })
+            return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
+                                   streamed: ChunkSource(answer), stallTimeout: proxy.environment.upstreamTimeout)
+        } catch {
+            proxy.count(.gateway, status: nil, since: started, upstream: nil)
             journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { error.rpcError.name })
             return Self.response(for: error)
         }

@@ -8,16 +8,20 @@ struct HTTPCallProxy: Sendable {
     let registry: AccountRegistry
     let environment: SessionEnvironment
     var tokenRefused: @Sendable (AccountSession) -> Void = { _ in }
+    /// The client of calls whose bodies stream (the gateway's large uploads).
+    var streaming: OutboundHTTP?
 
-    init(registry: AccountRegistry, environment: SessionEnvironment, tokenRefused: @escaping @Sendable (AccountSession) -> Void = { _ in }) {
+    init(registry: AccountRegistry, environment: SessionEnvironment, tokenRefused: @escaping @Sendable (AccountSession) -> Void = { _ in },
+         streaming: OutboundHTTP? = nil) {
         self.registry = registry
         self.environment = environment
         self.tokenRefused = tokenRefused
+        self.streaming = streaming
     }
 
-    /// The same accounts and hooks as the XRPC proxy's.
+    /// The same accounts, hooks and streaming client as the XRPC proxy's.
     init(_ proxy: XRPCProxy) {
-        self.init(registry: proxy.registry, environment: proxy.environment, tokenRefused: proxy.tokenRefused)
+        self.init(registry: proxy.registry, environment: proxy.environment, tokenRefused: proxy.tokenRefused, streaming: proxy.streaming)
     }
 
     /// - Parameter upstream: collects the time spent with the server (the metrics' added latency).
@@ -35,6 +39,30 @@ struct HTTPCallProxy: Sendable {
         guard fresh != target.token else { return response }
         tokenRefused(session)
         return try await send(call, url: url, token: fresh, upstream: upstream)
+    }
+
+    /// A call whose body is passed on as it arrives (an upload past the gateway's whole-body
+    /// limit), and whose answer comes back the same way. Read as it was sent, the body cannot be
+    /// sent twice: when the server refuses the token, the token is replaced (for the caller's
+    /// next try) and the 401 goes back as it came.
+    func sendStreamed(_ call: HTTPCall, upload: ChunkSource) async throws(DaemonError) -> StreamedAnswer {
+        guard let streaming else { throw .internalError("no client for streamed calls") }
+        let session = try registry.session(call.account)
+        let target = try await session.httpTarget()
+        guard let url = call.url(origin: target.origin) else {
+            throw .invalidParams("path and query do not make a URL on \(target.origin.absoluteString)", field: "path")
+        }
+        let request = OutboundRequest(method: call.method, url: url, headers: call.headers + [("Authorization", "Bearer " + target.token)])
+        let answer: StreamedAnswer
+        do {
+            answer = try await streaming.stream(request, upload: upload, timeout: environment.upstreamTimeout)
+        } catch {
+            throw .upstreamUnavailable(error.description)
+        }
+        if answer.status == 401, target.refreshable, (try? await session.replaceExpired(token: target.token)) != nil {
+            tokenRefused(session)
+        }
+        return answer
     }
 
     private func send(_ call: HTTPCall, url: URL, token: String, upstream: UpstreamTime?) async throws(DaemonError) -> InboundResponse {
