@@ -51,9 +51,9 @@ deps:
 	@# DPoPTests' independent verifier; Debian's own python3 wants --break-system-packages for pip.
 	@# Clients nobody here wrote, for the gateway's end-to-end tests: the Python atproto SDK, and
 	@# Prometheus's own text parser for the metrics scrape; Authlib (with Flask) for an OAuth 2.0
-	@# authorization server whose rules nobody here wrote.
+	@# authorization server whose rules nobody here wrote; Mastodon.py, a Mastodon SDK.
 	@for module in joserfc:joserfc atproto:atproto==0.0.73 prometheus_client:prometheus_client==0.26.0 \
-	  authlib:authlib==1.3.2 flask:flask==3.1.3; do \
+	  authlib:authlib==1.3.2 flask:flask==3.1.3 mastodon:Mastodon.py==2.1.4; do \
 	  python3 -c "import $${module%%:*}" 2>/dev/null || python3 -m pip install --quiet "$${module#*:}" 2>/dev/null \
 	    || python3 -m pip install --quiet --break-system-packages "$${module#*:}" || exit 1; \
 	done

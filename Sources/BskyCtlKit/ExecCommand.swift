@@ -12,7 +12,9 @@ struct ExecCommand: ParsableCommand {
             The program gets ATPROTO_PDS_URL (and ATP_PDS_HOST) set to the gateway with its token in \
             the path (http://127.0.0.1:<port>/t/<token>, or http://localhost/t/<token> with \
             BLUESKYD_XRPC_SOCKET for the Unix socket), and BLUESKYD_GATEWAY_TOKEN for \
-            `Authorization: Bearer`. The token is random bytes, never a JWT; it is held to --policy and \
+            `Authorization: Bearer`. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
+            for an OAuth 2.0 server's account (<gateway>/t/<token>/http/<account>: a Mastodon SDK's \
+            API base URL). The token is random bytes, never a JWT; it is held to --policy and \
             --account and revoked when the program exits (or bskyctl is killed). bskyctl exits with \
             the program's status.
 
@@ -54,6 +56,13 @@ struct ExecCommand: ParsableCommand {
         environment["ATP_PDS_HOST"] = base
         environment["BLUESKYD_GATEWAY_TOKEN"] = token
         environment["BLUESKYD_XRPC_SOCKET"] = socket
+        // One account named: the base URL of its calls when it is an OAuth 2.0 server's account
+        // (what a Mastodon SDK takes as its API base URL).
+        if account.count == 1 {
+            var allowed = CharacterSet.urlPathAllowed
+            allowed.remove(charactersIn: "/?#%")
+            environment["BLUESKYD_HTTP_URL"] = base + "/http/" + (account[0].addingPercentEncoding(withAllowedCharacters: allowed) ?? account[0])
+        }
         let status = try Self.runToEnd(program, environment: environment)
         // The connection's end revokes the token too; saying so first makes it immediate.
         _ = try? client.callForResult("gateway.revokeToken", ["token": .string(token)])

@@ -253,4 +253,24 @@ struct OAuth2AccountTests {
             #expect(testbed.mastodonLiveGrants == 0, "revoked at the configured endpoint")
         }
     }
+
+    @Test("Mastodon.py (PyPI), unmodified, under bskyctl exec over loopback TCP: reads and posts with BLUESKYD_HTTP_URL as its base URL, holding no token of the account")
+    func mastodonSDKUnderExec() async throws {
+        try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
+            let testbed = fixture.testbed
+            testbed.addMastodonUser(username: "lee", displayName: "Lee L")
+            let host = try #require(URL(string: testbed.mastodonURL)?.host)
+            _ = try await fixture.oauthLogin(testbed.mastodonURL, browser: fixture.browser)
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("mastodon_sdk_client.py").path
+            let run = try await CommandResult.run(Binaries.path("bskyctl"), [
+                "--socket", fixture.daemon.socketPath, "exec", "--account", "lee@\(host)",
+                "--policy", "http:GET:/api/v1/accounts/verify_credentials http:POST:/api/v1/statuses", "--",
+                "python3", script, "posted by Mastodon.py",
+            ])
+            #expect(run.status == 0, "\(run.stderr)")
+            let result = try #require(run.json, "\(run.stdout) \(run.stderr)")
+            #expect(result["username"] == "lee" && result["displayName"] == "Lee L")
+            #expect(testbed.mastodonStatuses.map(\.text) == ["posted by Mastodon.py"])
+        }
+    }
 }
