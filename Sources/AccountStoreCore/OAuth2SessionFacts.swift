@@ -20,14 +20,19 @@ public struct OAuth2SessionFacts: Codable, Sendable, Equatable {
     public var profileFields: [String: String]
     /// The `[[provider]]` this account was signed in through, if any.
     public var provider: String?
+    /// The scope the client was registered for (Mastodon refuses to authorise more than its
+    /// app's scopes): a later login reuses the registration only for a scope within it. Nil for a
+    /// client registered by hand.
+    public var registeredScope: String?
 
     public init(clientSecret: String?, redirectURI: String, profileURL: String?, profileFields: [String: String],
-                provider: String? = nil) {
+                provider: String? = nil, registeredScope: String? = nil) {
         self.clientSecret = clientSecret
         self.redirectURI = redirectURI
         self.profileURL = profileURL
         self.profileFields = profileFields
         self.provider = provider
+        self.registeredScope = registeredScope
     }
 }
 

@@ -66,8 +66,10 @@ public struct OAuth2TokenClient: Sendable {
                                                      http: http, timeout: timeout)
         let answer = try OAuth2Exchange.object(response, what: "the token answer")
         guard let access = answer["access_token"]?.stringValue, !access.isEmpty else { throw .invalidAnswer("no access_token") }
-        guard answer["token_type"]?.stringValue?.lowercased() == "bearer" else {
-            throw .invalidAnswer("token_type is \(answer["token_type"]?.stringValue ?? "missing"), not Bearer")
+        // A missing token_type is taken as Bearer (some servers leave it out): a refresh answer
+        // refused here would throw away a rotated refresh token the server has already spent.
+        if let type = answer["token_type"]?.stringValue, type.lowercased() != "bearer" {
+            throw .invalidAnswer("token_type is \(type), not Bearer")
         }
         // Counted from when the request left: the token cannot outlive what the server meant.
         let expiresIn = answer["expires_in"]?.doubleValue

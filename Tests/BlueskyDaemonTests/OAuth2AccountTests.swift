@@ -27,6 +27,33 @@ struct OAuth2AccountUnitTests {
         #expect(throws: DaemonError.self) { _ = try HTTPCall(account: nil, method: "GE T", path: "/", query: nil, headers: [], body: nil) }
     }
 
+    @Test("no header or body makes a call another method or path than the policy saw; answers come unencoded; query values of any scalar type")
+    func overrides() throws {
+        #expect(throws: DaemonError.self) { _ = try HTTPCall.normalised("/api/..;/admin") }
+        #expect(throws: DaemonError.self) { _ = try HTTPCall.normalised("/api/.;x=1/admin") }
+        #expect(throws: Never.self) { _ = try HTTPCall.normalised("/api/v1;jsessionid=1/statuses") }
+        let call = try HTTPCall(account: nil, method: "POST", path: "/api/v1/statuses", query: nil, headers: [
+            ("X-HTTP-Method-Override", "DELETE"), ("X-Original-URL", "/admin"), ("X-Forwarded-For", "1.2.3.4"),
+            ("Forwarded", "for=1.2.3.4"), ("Accept-Encoding", "gzip"), ("Accept", "application/json"),
+        ], body: Array("status=hi&_method=delete".utf8))
+        #expect(call.headers.map(\.0) == ["accept"])
+        #expect(call.overridesMethod)
+        #expect(try HTTPCall(account: nil, method: "POST", path: "/x", query: nil, headers: [], body: Array(#"{"_method":"PATCH"}"#.utf8)).overridesMethod)
+        #expect(try !HTTPCall(account: nil, method: "POST", path: "/x", query: nil, headers: [], body: Array("status=my_method".utf8)).overridesMethod)
+        let query = try HTTPCall(params: Params(["path": "/api/v1/timelines/home", "query": ["limit": 40, "local": true, "tag": ["a", "b"]]]))
+        #expect(query.query == "limit=40&local=true&tag=a&tag=b")
+        #expect(throws: DaemonError.self) { _ = try HTTPCall(params: Params(["path": "/x", "body": ["a": 1], "bodyBase64": "AA=="])) }
+        #expect(throws: DaemonError.self) { _ = try HTTPCall(params: Params(["path": "/x", "query": ["a": ["b": 1]]])) }
+    }
+
+    @Test("a 401 spends a refresh token only when it says the token is bad, or says nothing of a token old enough to have expired early")
+    func refreshOn401() {
+        #expect(HTTPCallProxy.refreshMayHelp(wwwAuthenticate: #"Bearer realm="Doorkeeper", error="invalid_token""#, tokenAge: 1))
+        #expect(!HTTPCallProxy.refreshMayHelp(wwwAuthenticate: #"Bearer error="insufficient_scope""#, tokenAge: 3_600))
+        #expect(!HTTPCallProxy.refreshMayHelp(wwwAuthenticate: nil, tokenAge: 5), "a fresh token refused for no stated reason")
+        #expect(HTTPCallProxy.refreshMayHelp(wwwAuthenticate: "Bearer", tokenAge: 600))
+    }
+
     @Test("http: permissions match method and path prefix; read covers GET and HEAD only")
     func permissions() throws {
         let grant = try PermissionGrant(parsing: "http:GET:/api/* http:POST:/api/v1/statuses")
@@ -51,6 +78,9 @@ struct OAuth2AccountUnitTests {
         #expect(OAuth2AccountKey.handle("Alice", apiOrigin: "https://social.example") == "alice@social.example")
         #expect(OAuth2AccountKey.handle("@bob@elsewhere.example", apiOrigin: "https://social.example") == "bob@elsewhere.example")
         #expect(OAuth2AccountKey.handle(" ", apiOrigin: "https://social.example") == nil)
+        #expect(OAuth2AccountKey.isOwn("alice@social.example", apiOrigin: "https://social.example"))
+        #expect(!OAuth2AccountKey.isOwn("bob@mastodon.social", apiOrigin: "https://evil.example"), "another server's handle names nothing")
+        #expect(AccountManager.covers("read write", "read") && !AccountManager.covers("read", "read write") && AccountManager.covers(nil, "x"))
     }
 
     @Test("profile answers are read by their field maps; numbers are subjects too; a missing subject is no profile")

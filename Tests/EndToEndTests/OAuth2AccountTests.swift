@@ -273,4 +273,34 @@ struct OAuth2AccountTests {
             #expect(testbed.mastodonStatuses.map(\.text) == ["posted by Mastodon.py"])
         }
     }
+
+    @Test("a Mastodon instance as mastodon.social runs it (no refresh token, tokens that never expire): kept without upkeep, a refresh asked for leaves it be, a token the instance revoked ends it with the reason")
+    func mastodonAsRunInProduction() async throws {
+        try await EndToEndFixture.with(names: ["alice"]) { fixture in
+            let testbed = fixture.testbed
+            testbed.runMastodonAsInProduction(true)
+            testbed.addMastodonUser(username: "max", displayName: "Max")
+            let account = try await fixture.oauthLogin(testbed.mastodonURL, browser: fixture.browser)["account"] ?? .null
+            let id = try #require(account["id"]?.stringValue)
+            #expect(account["oauth"]?["clientKind"] == "oauth2-access-only" && account["accessExpiresAt"] == .null, "\(account)")
+            #expect(account["oauth"]?["sessionEndsAt"] == .null && account["nextRefreshAt"] == .null, "nothing to look after")
+            let refreshed = try await fixture.bskyctl(["refresh", id])
+            #expect(refreshed.status == 0, "a refresh asked for leaves a token that never expires be: \(refreshed.stderr)")
+            #expect(try await Self.state(fixture, id) == "active")
+            let me = try await fixture.daemon.call("http.call", ["account": .string(id), "path": "/api/v1/accounts/verify_credentials"])
+            #expect(me["status"] == 200)
+            #expect(testbed.mastodonStats.grants.refreshes == 0)
+
+            // The user removes the app in the instance's settings: the next look ends the account.
+            testbed.revokeMastodonGrants()
+            _ = try await fixture.bskyctl(["refresh", id])
+            let ended = try await fixture.daemon.call("accounts.list")["accounts"]?.arrayValue?.first { $0["id"]?.stringValue == id }
+            #expect(ended?["state"] == "needs-login", "\(String(describing: ended))")
+            #expect(ended?["stateReason"]?.stringValue?.contains("HTTP 401") == true, "\(String(describing: ended))")
+        }
+    }
+
+    static func state(_ fixture: EndToEndFixture, _ id: String) async throws -> String? {
+        try await fixture.daemon.call("accounts.list")["accounts"]?.arrayValue?.first { $0["id"]?.stringValue == id }?["state"]?.stringValue
+    }
 }

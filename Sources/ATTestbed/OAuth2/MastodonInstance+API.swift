@@ -11,8 +11,8 @@ extension MastodonInstance {
         let token = OAuth2Forms.bearer(request)
         return store.records.withLock { records in
             switch records.grants.authenticate(token ?? "", now: now) {
-            case .failure(.unknown): return .json(["error": "The access token is invalid"], status: .unauthorized)
-            case .failure(.expired): return .json(["error": "The access token expired"], status: .unauthorized)
+            case .failure(.unknown): return Self.unauthorized("The access token is invalid")
+            case .failure(.expired): return Self.unauthorized("The access token expired")
             case .success(let grant):
                 guard let user = records.users[grant.subject] else { return .json(["error": "This action is not allowed"], status: .forbidden) }
                 return .json([
@@ -31,7 +31,7 @@ extension MastodonInstance {
         let token = OAuth2Forms.bearer(request) ?? ""
         return store.records.withLock { records in
             guard case .success(let grant) = records.grants.authenticate(token, now: now) else {
-                return .json(["error": "The access token is invalid"], status: .unauthorized)
+                return Self.unauthorized("The access token is invalid")
             }
             guard grant.scope.split(separator: " ").contains(where: { $0 == "write" || $0 == "write:statuses" }) else {
                 return .json(["error": "This action is outside the authorized scopes"], status: .forbidden)
@@ -53,11 +53,19 @@ extension MastodonInstance {
         let bytes = request.bodyBytes
         return store.records.withLock { records in
             guard case .success = records.grants.authenticate(token, now: now) else {
-                return .json(["error": "The access token is invalid"], status: .unauthorized)
+                return Self.unauthorized("The access token is invalid")
             }
             let digest = SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
             return .json(["id": .string(String(bytes.count)), "type": "unknown", "size": .number(Double(bytes.count)), "sha256": .string(digest)])
         }
+    }
+
+    /// A refused token, as Doorkeeper (Mastodon's OAuth) answers it.
+    static func unauthorized(_ message: String) -> TestbedResponse {
+        var response = TestbedResponse.json(["error": .string(message)], status: .unauthorized)
+        response.headers.replaceOrAdd(name: "WWW-Authenticate",
+                                      value: #"Bearer realm="Doorkeeper", error="invalid_token", error_description=""# + message + #"""#)
+        return response
     }
 
     /// Adds a user; the first one is who `authorize` approves for, unless another is made the default.
@@ -105,6 +113,17 @@ extension Testbed {
         context.mastodon.records.withLock { records in
             for (id, user) in records.users where user.username == username { records.users[id]?.displayName = displayName }
         }
+    }
+
+    /// As mastodon.social runs: no refresh token, access tokens that never expire (`true`), or
+    /// the testbed's default of rotating refresh tokens and expiring access tokens (`false`).
+    public func runMastodonAsInProduction(_ production: Bool) {
+        context.mastodon.asRunInProduction.withLock { $0 = production }
+    }
+
+    /// Revokes every grant of the instance, as a user removing the app in their settings does.
+    public func revokeMastodonGrants() {
+        context.mastodon.records.withLock { records in records.grants.revokeAll() }
     }
 
     /// The statuses posted, as (author id, text).

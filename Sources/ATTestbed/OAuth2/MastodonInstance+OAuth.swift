@@ -64,14 +64,16 @@ extension MastodonInstance {
         let fields = try OAuth2Forms.fields(request).compactMapValues(\.first)
         let (clientID, secret) = OAuth2Forms.clientCredentials(request, fields)
         let now = context.clock.now()
-        let lifetime = store.accessTokenLifetime.withLock { $0 }
+        let production = store.asRunInProduction.withLock { $0 }
+        let lifetime: Duration? = production ? nil : store.accessTokenLifetime.withLock { $0 }
         return try store.records.withLock { records throws(OAuthFailure) -> TestbedResponse in
             guard let clientID, let app = records.apps[clientID], app.secret == secret else {
                 throw OAuthFailure(.unauthorized, "invalid_client", "Client authentication failed due to unknown client, no client authentication included, or unsupported authentication method.")
             }
             let grant = try records.grants.grant(for: fields, clientID: clientID, now: now)
             let access = Encodings.randomToken(bytes: 32)
-            let refresh = records.grants.issue(access: access, for: grant, expiresAt: now.addingTimeInterval(lifetime.seconds), withRefresh: true)
+            let expiresAt = lifetime.map { now.addingTimeInterval($0.seconds) } ?? .distantFuture
+            let refresh = records.grants.issue(access: access, for: grant, expiresAt: expiresAt, withRefresh: !production)
             return OAuth2Forms.tokenAnswer(access: access, refresh: refresh, scope: grant.scope, lifetime: lifetime, now: now)
         }
     }

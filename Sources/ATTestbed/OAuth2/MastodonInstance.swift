@@ -109,6 +109,8 @@ final class MastodonState: Sendable {
     let records = Mutex(Records())
     /// What `expires_in` says of access tokens.
     let accessTokenLifetime = Mutex(Duration.seconds(7200))
+    /// As mastodon.social runs: no refresh token, and tokens that never expire (no `expires_in`).
+    let asRunInProduction = Mutex(false)
 
     init(domain: String) {
         host = "social.\(domain)"

@@ -70,11 +70,13 @@ enum OAuth2Forms {
     }
 
     /// RFC 6749 §5.1, with Mastodon's `created_at`; no `refresh_token` when none was issued.
-    static func tokenAnswer(access: String, refresh: String?, scope: String, lifetime: Duration, now: Date) -> TestbedResponse {
+    /// - Parameter lifetime: nil for a token that never expires (no `expires_in`, as Mastodon).
+    static func tokenAnswer(access: String, refresh: String?, scope: String, lifetime: Duration?, now: Date) -> TestbedResponse {
         var fields: [String: JSONValue] = [
             "access_token": .string(access), "token_type": "Bearer", "scope": .string(scope),
-            "created_at": .number(now.timeIntervalSince1970.rounded(.down)), "expires_in": .number(lifetime.seconds.rounded()),
+            "created_at": .number(now.timeIntervalSince1970.rounded(.down)),
         ]
+        if let lifetime { fields["expires_in"] = .number(lifetime.seconds.rounded()) }
         if let refresh { fields["refresh_token"] = .string(refresh) }
         return .json(.object(fields))
     }

@@ -99,6 +99,12 @@ struct OAuth2GrantBook: Sendable {
         return refresh
     }
 
+    /// Ends every grant.
+    mutating func revokeAll() {
+        accessTokens = [:]
+        refreshTokens = [:]
+    }
+
     /// Ends the whole grant `token` belongs to (RFC 7009); false for a token it does not know.
     @discardableResult
     mutating func revoke(_ token: String) -> Bool {

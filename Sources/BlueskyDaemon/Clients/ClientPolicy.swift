@@ -60,6 +60,9 @@ struct ClientPolicy: Sendable, Hashable {
         if let grant, !grant.grants(call.need) {
             throw .policyDenied(client: name, rule: policyRule, permission: call.need.description)
         }
+        if let grant, call.overridesMethod, !grant.grants(.http(method: "*", path: call.path)) {
+            throw .policyDenied(client: name, rule: policyRule, permission: "a POST whose body overrides its method (_method) on \(call.path)")
+        }
         call.account = session.id.uuidString
         return session.id
     }

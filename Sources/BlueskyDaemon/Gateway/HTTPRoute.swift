@@ -70,16 +70,19 @@ extension GatewayRoutes {
         }
         let journal = WriteJournal(logger: logger)
         if let upload { return await respondStreamed(call, upload: upload, account: account, request: request, policies: policies) }
+        // A write over TCP: its process is looked for while the call is made, as for XRPC writes.
+        let isWrite = call.isWrite
+        async let sender: Int32? = isWrite ? request.senderProcess() : request.peer?.pid
         do throws(DaemonError) {
             let httpProxy = HTTPCallProxy(proxy)
             let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
                 try await httpProxy.send(call, upstream: upstream)
             }
-            journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { String(answer.status) })
+            journal.record(call, account: account, pid: await sender, client: policies.last, outcome: { String(answer.status) })
             return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
                                    body: ByteBuffer(bytes: answer.body))
         } catch {
-            journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { error.rpcError.name })
+            journal.record(call, account: account, pid: await sender, client: policies.last, outcome: { error.rpcError.name })
             return Self.response(for: error)
         }
     }
@@ -90,9 +93,10 @@ extension GatewayRoutes {
         let journal = WriteJournal(logger: logger)
         let started = ContinuousClock.now
         do throws(DaemonError) {
+            async let sender = request.senderProcess()
             let answer = try await HTTPCallProxy(proxy).sendStreamed(call, upload: upload)
             proxy.count(.gateway, status: answer.status, since: started, upstream: nil)
-            journal.record(call, account: account, pid: request.peer?.pid, client: policies.last, outcome: { String(answer.status) })
+            journal.record(call, account: account, pid: await sender, client: policies.last, outcome: { String(answer.status) })
             return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
                                    streamed: ChunkSource(answer), stallTimeout: proxy.environment.upstreamTimeout)
         } catch {

@@ -21,8 +21,8 @@ extension DaemonMethods {
                 try await httpProxy.send(call, upstream: upstream)
             }
             journal.record(call, account: account, pid: peer.pid, client: client, outcome: { String(response.status) })
-            if call.isWrite, (200..<300).contains(response.status), let session = try? accounts.registry.session(call.account) {
-                // A write may have changed the profile (a new name, a new avatar).
+            if call.mayWriteProfile, (200..<300).contains(response.status), let session = try? accounts.registry.session(call.account) {
+                // The write may have changed the profile (a new name, a new avatar).
                 accounts.refreshProfileSoon(of: session)
             }
             return HTTPCallProxy.result(of: response)

@@ -18,6 +18,23 @@ struct HTTPCall: Sendable {
     var headers: [(String, String)]
     var body: [UInt8]?
 
+    /// Whether the body asks a server to take the request as another method (`_method`, as
+    /// Rails and Laravel read a form or JSON body): a policy granting POST must not grant DELETE.
+    var overridesMethod: Bool {
+        guard let body, method == "POST" else { return false }
+        let text = String(decoding: body.prefix(65_536), as: UTF8.self)
+        return text.hasPrefix("_method=") || text.contains("&_method=") || text.contains("\"_method\"")
+            || text.contains("name=\"_method\"")
+    }
+
+    /// A write that may have changed the account's profile (Mastodon's `update_credentials`, a
+    /// `/me` or profile endpoint): a cheap look, a false positive costing one fetch.
+    var mayWriteProfile: Bool {
+        guard isWrite else { return false }
+        let lowered = path.lowercased()
+        return lowered.contains("credentials") || lowered.contains("profile") || lowered.hasSuffix("/me")
+    }
+
     /// What a client policy must grant for it.
     var need: PermissionNeed { .http(method: method, path: path) }
     var isWrite: Bool {
@@ -29,16 +46,21 @@ struct HTTPCall: Sendable {
 
     /// Headers a caller may not set: the credentials are blueskyd's, the framing is the client's
     /// connection's, and a cookie of the caller's is no business of the server's account.
+    /// So are method and path overrides (a Rails server takes `X-HTTP-Method-Override: DELETE` on
+    /// a POST, some proxies `X-Original-URL`): a policy judges the method and path it sees.
+    /// `Accept-Encoding` too: blueskyd reads answers as they are, so it asks for them unencoded.
     static let droppedHeaders: Set<String> = [
         "authorization", "cookie", "host", "content-length", "connection", "transfer-encoding", "te", "upgrade",
         "keep-alive", "expect", "dpop", "proxy-authorization", "proxy-connection", "atproto-account",
+        "x-http-method-override", "x-http-method", "x-method-override", "x-original-url", "x-rewrite-url", "forwarded",
+        "accept-encoding",
     ]
 
     /// The server's answer headers passed back to the caller.
     static let answerHeaders: Set<String> = [
         "content-type", "location", "link", "retry-after", "etag", "last-modified", "cache-control", "www-authenticate",
         "x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-reset", "ratelimit-limit", "ratelimit-remaining",
-        "ratelimit-reset", "content-language",
+        "ratelimit-reset", "content-language", "content-range", "accept-ranges", "content-disposition",
     ]
 
     init(account: String?, method: String, path: String, query: String?, headers: [(String, String)], body: [UInt8]?) throws(DaemonError) {
@@ -60,7 +82,7 @@ struct HTTPCall: Sendable {
                   XRPCCall.isHeaderSafe(value) else {
                 throw .invalidParams("header '\(name.prefix(64))' is not a header name with a value a header can hold", field: "headers")
             }
-            if Self.droppedHeaders.contains(lowered) || lowered.hasPrefix("proxy-") { continue }
+            if Self.droppedHeaders.contains(lowered) || lowered.hasPrefix("proxy-") || lowered.hasPrefix("x-forwarded-") { continue }
             kept.append((lowered, value))
         }
         self.headers = kept
@@ -76,7 +98,7 @@ struct HTTPCall: Sendable {
         guard bytes.first == UInt8(ascii: "/") else { throw refuse("must start with / (a path on the account's server, not a URL)") }
         guard bytes.count <= 4_096 else { throw refuse("is longer than 4096 bytes") }
         // One pass: each segment (between slashes) is checked as it ends.
-        var segmentLength = 0, dots = 0, escapes = false
+        var segmentLength = 0, dots = 0, escapes = false, inParameters = false
         var index = bytes.startIndex
         while index != bytes.endIndex {
             let byte = bytes[index]
@@ -95,6 +117,11 @@ struct HTTPCall: Sendable {
                 }
                 segmentLength = 0
                 dots = 0
+                inParameters = false
+            } else if inParameters {
+                // After ';' (a path parameter): what some servers ignore (`..;/`), as if absent.
+            } else if byte == UInt8(ascii: ";") {
+                inParameters = true
             } else {
                 segmentLength += 1
                 if byte == UInt8(ascii: ".") { dots += 1 }
@@ -130,12 +157,19 @@ struct HTTPCall: Sendable {
             // An object of name → string (or list of strings), percent-encoded here.
             var pairs: [String] = []
             for (name, value) in object.sorted(by: { $0.key < $1.key }) {
-                let values = value.arrayValue?.compactMap(\.stringValue) ?? value.stringValue.map { [$0] } ?? []
-                for item in values { pairs.append(Self.encode(name) + "=" + Self.encode(item)) }
+                for item in value.arrayValue ?? [value] {
+                    guard let text = Self.queryText(item) else {
+                        throw .invalidParams("query.\(name) must be a string, number or boolean, or a list of them", field: "query")
+                    }
+                    pairs.append(Self.encode(name) + "=" + Self.encode(text))
+                }
             }
             query = pairs.joined(separator: "&")
         }
         var body: [UInt8]?
+        if params.value("body") != nil, params.value("bodyBase64") != nil {
+            throw .invalidParams("give body (JSON) or bodyBase64 (bytes), not both", field: "body")
+        }
         switch (params.value("body"), try params.optionalString("bodyBase64")) {
         case (let json?, nil) where json != .null:
             body = json.encoded()
@@ -148,6 +182,16 @@ struct HTTPCall: Sendable {
         }
         try self.init(account: try params.optionalString("account"), method: try params.optionalString("method") ?? "GET",
                       path: try params.requiredString("path"), query: query, headers: headers, body: body)
+    }
+
+    /// A query value as text: strings as they are, numbers in decimal, booleans as true/false.
+    private static func queryText(_ value: JSONValue) -> String? {
+        if let text = value.stringValue { return text }
+        if let bool = value.boolValue { return bool ? "true" : "false" }
+        if let number = value.doubleValue {
+            return number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
+        }
+        return nil
     }
 
     private static func encode(_ text: String) -> String {

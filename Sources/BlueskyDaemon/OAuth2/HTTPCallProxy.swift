@@ -34,7 +34,8 @@ struct HTTPCallProxy: Sendable {
         let response = try await send(call, url: url, token: target.token, upstream: upstream)
         // A refused token (revoked early, or expired ahead of its stated life): refresh once and
         // send again; the body is held whole, so the resend is the same request.
-        guard response.status == 401, target.refreshable else { return response }
+        guard response.status == 401, target.refreshable, await Self.meansExpired(response.header("WWW-Authenticate"), session: session)
+        else { return response }
         let fresh = try await session.replaceExpired(token: target.token)
         guard fresh != target.token else { return response }
         tokenRefused(session)
@@ -59,7 +60,8 @@ struct HTTPCallProxy: Sendable {
         } catch {
             throw .upstreamUnavailable(error.description)
         }
-        if answer.status == 401, target.refreshable, (try? await session.replaceExpired(token: target.token)) != nil {
+        if answer.status == 401, target.refreshable, await Self.meansExpired(answer.header("WWW-Authenticate"), session: session),
+           (try? await session.replaceExpired(token: target.token)) != nil {
             tokenRefused(session)
         }
         return answer
@@ -76,6 +78,24 @@ struct HTTPCallProxy: Sendable {
             throw .upstreamUnavailable(error.description)
         }
     }
+
+    /// Whether a 401 says the token is no longer good (so a refresh may help): RFC 6750's
+    /// `invalid_token`; or no reason at all from a server that gives none, for a token old enough
+    /// that it may have expired early. Another reason (`insufficient_scope`), or a reasonless 401
+    /// for a token a minute old, spends no refresh token: a caller looping on an endpoint that
+    /// refuses for its own reasons must not rotate the account's tokens on every call.
+    static func meansExpired(_ wwwAuthenticate: String?, session: AccountSession) async -> Bool {
+        refreshMayHelp(wwwAuthenticate: wwwAuthenticate, tokenAge: await session.tokenAge)
+    }
+
+    static func refreshMayHelp(wwwAuthenticate: String?, tokenAge: TimeInterval) -> Bool {
+        if let header = wwwAuthenticate?.lowercased(), header.contains("error=") {
+            return header.contains("invalid_token")
+        }
+        return tokenAge >= minimumAgeForReasonlessRefresh
+    }
+
+    static let minimumAgeForReasonlessRefresh: TimeInterval = 60
 
     /// `http.call`'s answer: `{status, headers, contentType, body | bodyBase64}`, a JSON body
     /// passed on as the server wrote it.

@@ -11,13 +11,16 @@ struct OAuth2LoginPlan: Sendable {
     var profileURL: URL?
     var profileFields: [String: String]
     var provider: String?
+    /// The scope the client was registered for, when blueskyd registered it.
+    var registeredScope: String?
 
     var metadata: ProviderMetadata { request.metadata }
 
     /// What the account's sealed secrets keep besides its tokens.
     var facts: OAuth2SessionFacts {
         OAuth2SessionFacts(clientSecret: request.client.clientSecret, redirectURI: request.redirectURI,
-                           profileURL: profileURL?.absoluteString, profileFields: profileFields, provider: provider)
+                           profileURL: profileURL?.absoluteString, profileFields: profileFields, provider: provider,
+                           registeredScope: registeredScope)
     }
 }
 
@@ -31,6 +34,14 @@ enum OAuth2AccountKey {
 
     /// A handle people recognise: the server's username with its host (`alice@social.example`),
     /// as Mastodon writes remote accounts; an address that already has a host stays as it is.
+    /// Whether `handle` is one of the account's own server: `name@<its API host>`. Only such a
+    /// handle names the account; another (`bob@elsewhere`) could be claimed by any server, and
+    /// take a name that belongs to an account elsewhere.
+    static func isOwn(_ handle: String, apiOrigin: String) -> Bool {
+        guard let host = URL(string: apiOrigin)?.host?.lowercased(), let at = handle.lastIndex(of: "@") else { return false }
+        return handle[handle.index(after: at)...].lowercased() == host
+    }
+
     static func handle(_ name: String?, apiOrigin: String) -> String? {
         guard let name = name?.trimmingCharacters(in: .whitespaces), !name.isEmpty else { return nil }
         let bare = name.hasPrefix("@") ? String(name.dropFirst()) : name

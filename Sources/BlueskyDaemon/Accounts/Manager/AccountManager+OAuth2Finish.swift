@@ -34,27 +34,38 @@ extension AccountManager {
         if let expected = attempt.expectedDID, expected != did {
             throw .oauthLogin(.subjectMismatch(expected: expected, actual: did))
         }
-        let info = OAuthSessionInfo(
-            issuer: plan.metadata.issuer, tokenEndpoint: plan.metadata.tokenEndpoint.absoluteString,
-            revocationEndpoint: plan.metadata.revocationEndpoint?.absoluteString, scope: tokens.scope ?? plan.request.scope,
-            sessionStartedAt: now, clientKind: tokens.refreshToken == nil ? .oauth2AccessOnly : .oauth2,
-            clientID: plan.request.client.clientID)
-        let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? "", oauth2: plan.facts)
-        let handle = OAuth2AccountKey.handle(person.handle, apiOrigin: plan.apiOrigin)
-        // The server speaks for its own accounts: the handle it gives is verified by the login.
-        let record = AccountRecord(
-            id: UUID(), did: did, handle: handle, handleVerified: handle != nil, pds: plan.apiOrigin, authKind: .oauth2,
-            state: .active, createdAt: now, updatedAt: now, lastRefreshAt: now, accessExpiresAt: tokens.accessExpiresAt,
-            refreshExpiresAt: tokens.refreshToken == nil ? tokens.accessExpiresAt : nil, oauth: info,
-            profile: person.profile)
-        // Signed in again: the session replaced is revoked at the server once the new one is
-        // saved, so that no grant lingers there that blueskyd no longer holds.
+        // Signed in again: the session this one replaces.
         let replaced = try? await registry.id(forDID: did).map { try registry.session($0.uuidString) }
         let replacedSecrets = try? await replaced?.currentSecrets()
         let replacedRecord = await replaced?.record
+        // Servers often send no new refresh token to a client signing in again (Google does):
+        // the one held, of the same client, stays good, and the session keeps its upkeep.
+        var refreshToken = tokens.refreshToken
+        let keptRefreshToken = refreshToken == nil && replacedRecord?.oauth?.clientID == plan.request.client.clientID
+            && replacedRecord?.oauth?.clientKind == .oauth2 && !(replacedSecrets?.refreshToken.isEmpty ?? true)
+        if keptRefreshToken { refreshToken = replacedSecrets?.refreshToken }
+        let info = OAuthSessionInfo(
+            issuer: plan.metadata.issuer, tokenEndpoint: plan.metadata.tokenEndpoint.absoluteString,
+            revocationEndpoint: plan.metadata.revocationEndpoint?.absoluteString, scope: tokens.scope ?? plan.request.scope,
+            sessionStartedAt: now, clientKind: refreshToken == nil ? .oauth2AccessOnly : .oauth2,
+            clientID: plan.request.client.clientID)
+        let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: refreshToken ?? "", oauth2: plan.facts)
+        let handle = OAuth2AccountKey.handle(person.handle, apiOrigin: plan.apiOrigin)
+        // The server speaks for its own accounts: a handle on its own host is verified by the
+        // login; another (`bob@elsewhere`) is shown but names nothing.
+        let record = AccountRecord(
+            id: UUID(), did: did, handle: handle, handleVerified: handle.map { OAuth2AccountKey.isOwn($0, apiOrigin: plan.apiOrigin) } ?? false,
+            pds: plan.apiOrigin, authKind: .oauth2,
+            state: .active, createdAt: now, updatedAt: now, lastRefreshAt: now, accessExpiresAt: tokens.accessExpiresAt,
+            refreshExpiresAt: refreshToken == nil ? tokens.accessExpiresAt : nil, oauth: info,
+            profile: person.profile)
         let (saved, session) = try await register(record, secrets: secrets)
-        if let replacedSecrets, let replacedRecord, replacedSecrets.refreshToken != secrets.refreshToken
-            || replacedSecrets.accessToken != secrets.accessToken {
+        // The replaced session is revoked where a revocation ends that one token's grant alone
+        // (Mastodon-style servers: an app authorisation per login). Elsewhere (an SSO server)
+        // revoking it may end the user's whole session, the new tokens with it: it is left to
+        // expire there.
+        if let replacedSecrets, let replacedRecord, !keptRefreshToken, plan.metadata.appRegistrationEndpoint != nil,
+           replacedSecrets.accessToken != secrets.accessToken {
             background.start(.login) { [environment] in
                 await AccountSession.revokeOAuth2Tokens(replacedSecrets, of: replacedRecord, environment: environment, logger: self.logger)
             }

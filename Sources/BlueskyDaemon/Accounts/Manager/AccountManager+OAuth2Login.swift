@@ -29,12 +29,12 @@ extension AccountManager {
         if scope.hasPrefix("+") {
             scope = Self.widened(record?.oauth?.scope ?? provider?.scope ?? "", by: String(scope.dropFirst()))
         }
-        let (client, listener, redirectURI) = try await oauth2Client(for: metadata, provider: provider, scope: scope)
+        let (client, listener, redirectURI, registeredScope) = try await oauth2Client(for: metadata, provider: provider, scope: scope)
         let profile = Self.profileEndpoint(metadata: metadata, provider: provider)
         let apiOrigin = Self.urlOrigin(provider?.apiURL) ?? Self.urlOrigin(metadata.issuer) ?? metadata.issuer
         let plan = OAuth2LoginPlan(request: AuthorizationCode(metadata: metadata, client: client, redirectURI: redirectURI, scope: scope),
                                    apiOrigin: apiOrigin, profileURL: profile?.url, profileFields: profile?.fields ?? [:],
-                                   provider: provider?.name)
+                                   provider: provider?.name, registeredScope: registeredScope)
         let loginID = UUID().uuidString.lowercased()
         let attempt = OAuthLoginAttempt(id: loginID, state: plan.request.state, flow: .oauth2(plan), expectedDID: record?.did,
                                         makeDefault: makeDefault, startedAt: environment.now(), listener: listener)
@@ -64,19 +64,21 @@ extension AccountManager {
     /// the registration the server's other accounts use, when its redirect port can be bound
     /// again; else a new registration for a fresh port.
     private func oauth2Client(for metadata: ProviderMetadata, provider: ProviderSettings?, scope: String)
-        async throws(DaemonError) -> (RegisteredClient, LoopbackCallbackListener, String)
+        async throws(DaemonError) -> (RegisteredClient, LoopbackCallbackListener, String, registeredScope: String?)
     {
         if let clientID = provider?.clientID {
             let client = RegisteredClient(clientID: clientID, clientSecret: provider?.clientSecret)
             if let redirect = provider?.redirectURI, let (port, path) = ProviderSettings.loopbackRedirect(redirect) {
-                return (client, try await oauth2Listener(port: port, path: path), redirect)
+                return (client, try await oauth2Listener(port: port, path: path), redirect, nil)
             }
             let listener = try await oauth2Listener(port: nil)
-            return (client, listener, Self.redirectURI(port: listener.port))
+            return (client, listener, Self.redirectURI(port: listener.port), nil)
         }
+        // The server's registration, when it covers the scope asked for and its redirect port is free.
         if let (clientID, facts) = await existingRegistration(issuer: metadata.issuer),
-           let port = URL(string: facts.redirectURI)?.port, let listener = try? await oauth2Listener(port: port) {
-            return (RegisteredClient(clientID: clientID, clientSecret: facts.clientSecret), listener, facts.redirectURI)
+           Self.covers(facts.registeredScope, scope), let port = URL(string: facts.redirectURI)?.port,
+           let listener = try? await oauth2Listener(port: port) {
+            return (RegisteredClient(clientID: clientID, clientSecret: facts.clientSecret), listener, facts.redirectURI, facts.registeredScope)
         }
         let listener = try await oauth2Listener(port: nil)
         let redirectURI = Self.redirectURI(port: listener.port)
@@ -85,13 +87,20 @@ extension AccountManager {
                 .register(at: metadata, clientName: environment.oauth.client.settings.clientName ?? "blueskyd", redirectURI: redirectURI,
                           scope: scope, website: environment.oauth.client.settings.clientURI)
             logger.info("registered at an OAuth 2.0 server", metadata: ["issuer": "\(metadata.issuer)", "client": "\(client.clientID)"])
-            return (client, listener, redirectURI)
+            return (client, listener, redirectURI, scope)
         } catch {
             await listener.close()
             if case .unavailable(let reason, let retryAfter) = error { throw .upstreamUnavailable(reason, retryAfter: retryAfter) }
             if case .noAnswer(let reason) = error { throw .upstreamUnavailable(reason) }
             throw .oauthLogin(.serverRefused("registering at \(metadata.issuer): \(error.description)"))
         }
+    }
+
+    /// Whether a client registered for `registered` may ask for `wanted` (unknown: assumed so).
+    static func covers(_ registered: String?, _ wanted: String) -> Bool {
+        guard let registered else { return true }
+        let granted = Set(registered.split(separator: " "))
+        return wanted.split(separator: " ").allSatisfy(granted.contains)
     }
 
     /// The client id and registration facts of an account already signed in at `issuer`.

@@ -59,14 +59,23 @@ extension AccountSession {
     /// (said once, `account.sessionEndingSoon`); at the end it needs a new login, with why.
     func endAccessOnlySessionIfDue() async throws(DaemonError) -> AccountSecrets {
         let now = environment.now()
-        if let end = record.sessionEndsAt, end > now.addingTimeInterval(1) {
+        // A token that never expires (Mastodon's): nothing to do until the server refuses it.
+        guard let end = record.sessionEndsAt else { return try await currentSecrets() }
+        if end > now.addingTimeInterval(1) {
             warnIfSessionEndsSoon()
             return try await currentSecrets()
         }
-        let reason = "the server issued no refresh token and the access token expired"
-            + (record.accessExpiresAt.map { " at \($0.formatted(.iso8601))" } ?? "") + "; log in again"
+        let reason = "the server issued no refresh token and the access token expired at \(end.formatted(.iso8601)); log in again"
         await drive(.refreshFailed(.rejected(reason), startedAt: now, at: now))
         throw .needsLogin(account: id, reason: state.record.stateReason ?? reason)
+    }
+
+    /// A session without a refresh token whose token the server's profile endpoint refused (the
+    /// user removed the app, or the server revoked it): only a new login helps.
+    func endRefusedAccessOnlySession() async {
+        let now = environment.now()
+        let reason = "the server refused the access token (HTTP 401 from its profile endpoint) and issued no refresh token; log in again"
+        await drive(.refreshFailed(.rejected(reason), startedAt: now, at: now))
     }
 
     /// Logout: revokes the refresh token, then the access token, where the server has a
@@ -112,6 +121,10 @@ extension AccountSession {
         do {
             profile = try await reader.read(url, accessToken: secrets.accessToken, fields: facts.profileFields)
         } catch .unauthorized {
+            guard record.oauth?.clientKind == .oauth2 else {
+                await endRefusedAccessOnlySession()
+                throw OAuth2ProfileReader.Failure.unauthorized
+            }
             let token = try await replaceExpired(token: secrets.accessToken)
             profile = try await reader.read(url, accessToken: token, fields: facts.profileFields)
         }
@@ -121,6 +134,9 @@ extension AccountSession {
 
 extension AccountSession {
     /// What an `HTTPCall` needs, in one actor hop: a valid access token and the server's origin.
+    /// Seconds since the tokens were issued (the last refresh or the login).
+    var tokenAge: TimeInterval { environment.now().timeIntervalSince(record.lastRefreshAt ?? record.createdAt) }
+
     func httpTarget() async throws(DaemonError) -> (token: String, origin: URL, refreshable: Bool) {
         guard state.record.authKind == .oauth2 else {
             throw .invalidParams("account \(state.record.handle ?? state.record.did) is an atproto account: call it with xrpc.call (or /xrpc/ on the gateway)",
