@@ -33,7 +33,7 @@ public struct ClientSettings: Sendable, Hashable {
         self.accounts = accounts
     }
 
-    static let keys: Set<String> = ["name", "socket", "gateway_socket", "policy", "accounts"]
+    static let keys = ["name", "socket", "gateway_socket", "policy", "accounts"]
 
     /// The policy this client is held to.
     var clientPolicy: ClientPolicy {
@@ -48,27 +48,12 @@ public struct ClientSettings: Sendable, Hashable {
 extension DaemonConfiguration {
     /// Reads the `[[client]]` array of tables; every mistake names the client and the key.
     static func parseClients(_ value: TOMLValueConvertible, reader: ConfigurationFileReader, file: String?) throws(ConfigurationError) -> [ClientSettings] {
-        let line = reader.text.split(separator: "\n", omittingEmptySubsequences: false)
-            .firstIndex { $0.drop { $0 == " " || $0 == "\t" }.hasPrefix("[[client]]") }.map { $0 + 1 }
-        func fail(_ what: String) -> ConfigurationError {
-            ConfigurationError("\(ConfigurationError.location(file, line))[[client]]: \(what)")
-        }
-        guard let array = value.array else { throw fail("write each client as a [[client]] table") }
+        let tables = NamedTables(kind: "client", reader: reader, file: file)
         var clients: [ClientSettings] = []
-        for element in array {
-            guard let table = element.table else { throw fail("write each client as a [[client]] table") }
-            for key in table.keys where !ClientSettings.keys.contains(key) {
-                throw fail("unknown key '\(key)' (known: name, socket, gateway_socket, policy, accounts)")
-            }
-            guard let name = table["name"]?.string, !name.isEmpty,
-                  name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d }) else {
-                throw fail("each client needs a name of lowercase letters, digits and '-'")
-            }
-            func string(_ key: String) throws(ConfigurationError) -> String? {
-                guard let value = table[key] else { return nil }
-                guard let text = value.string, !text.isEmpty else { throw fail("client '\(name)': \(key) must be a non-empty string") }
-                return text
-            }
+        for entry in try tables.entries(value, keys: ClientSettings.keys) {
+            let (name, table) = (entry.name, entry.table)
+            func string(_ key: String) throws(ConfigurationError) -> String? { try entry.string(key) }
+            func fail(_ what: String) -> ConfigurationError { tables.fail(what) }
             var client = ClientSettings(name: name, socket: try string("socket"), gatewaySocket: try string("gateway_socket"),
                                         policy: try string("policy"))
             if let value = table["accounts"] {
@@ -88,7 +73,6 @@ extension DaemonConfiguration {
                     throw fail("client '\(name)': \(error.description)")
                 }
             }
-            guard !clients.contains(where: { $0.name == name }) else { throw fail("two clients are named '\(name)'") }
             clients.append(client)
         }
         return clients

@@ -89,27 +89,12 @@ extension DaemonConfiguration {
     /// Reads the `[[provider]]` array of tables; every mistake names the provider and the key.
     static func parseProviders(_ value: TOMLValueConvertible, reader: ConfigurationFileReader, file: String?,
                                allowInsecureLoopback: Bool) throws(ConfigurationError) -> [ProviderSettings] {
-        let line = reader.text.split(separator: "\n", omittingEmptySubsequences: false)
-            .firstIndex { $0.drop { $0 == " " || $0 == "\t" }.hasPrefix("[[provider]]") }.map { $0 + 1 }
-        func fail(_ what: String) -> ConfigurationError {
-            ConfigurationError("\(ConfigurationError.location(file, line))[[provider]]: \(what)")
-        }
-        guard let array = value.array else { throw fail("write each provider as a [[provider]] table") }
+        let tables = NamedTables(kind: "provider", reader: reader, file: file)
         var providers: [ProviderSettings] = []
-        for element in array {
-            guard let table = element.table else { throw fail("write each provider as a [[provider]] table") }
-            for key in table.keys where !ProviderSettings.keys.contains(key) {
-                throw fail("unknown key '\(key)' (known: \(ProviderSettings.keys.joined(separator: ", ")))")
-            }
-            guard let name = table["name"]?.string, !name.isEmpty, !name.contains(":"), !name.contains("/"), !name.contains("."),
-                  name.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7a) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2d }) else {
-                throw fail("each provider needs a name of lowercase letters, digits and '-'")
-            }
-            func string(_ key: String) throws(ConfigurationError) -> String? {
-                guard let value = table[key] else { return nil }
-                guard let text = value.string, !text.isEmpty else { throw fail("provider '\(name)': \(key) must be a non-empty string") }
-                return text
-            }
+        for entry in try tables.entries(value, keys: ProviderSettings.keys) {
+            let (name, table) = (entry.name, entry.table)
+            func string(_ key: String) throws(ConfigurationError) -> String? { try entry.string(key) }
+            func fail(_ what: String) -> ConfigurationError { tables.fail(what) }
             func url(_ key: String) throws(ConfigurationError) -> String? {
                 guard let text = try string(key) else { return nil }
                 do {
@@ -162,7 +147,6 @@ extension DaemonConfiguration {
                 guard provider.profileURL != nil else { throw fail("provider '\(name)': profile_fields needs the profile_url it reads") }
                 provider.profileFields = mapping
             }
-            guard !providers.contains(where: { $0.name == name }) else { throw fail("two providers are named '\(name)'") }
             guard !providers.contains(where: { $0.matches(issuer) }) else { throw fail("two providers have the issuer \(issuer)") }
             providers.append(provider)
         }
