@@ -5,24 +5,15 @@ import JSONRPC
 /// Makes `HTTPCall`s for OAuth 2.0 servers' accounts: the bearer token added, the account's own
 /// origin only, one refresh and one resend when the server refuses the token.
 struct HTTPCallProxy: Sendable {
-    let registry: AccountRegistry
-    let environment: SessionEnvironment
-    var tokenRefused: @Sendable (AccountSession) -> Void = { _ in }
-    /// The client of calls whose bodies stream (the gateway's large uploads).
-    var streaming: OutboundHTTP?
+    /// Its accounts, environment, refused-token hook and streaming client: the XRPC proxy's.
+    let proxy: XRPCProxy
 
-    init(registry: AccountRegistry, environment: SessionEnvironment, tokenRefused: @escaping @Sendable (AccountSession) -> Void = { _ in },
-         streaming: OutboundHTTP? = nil) {
-        self.registry = registry
-        self.environment = environment
-        self.tokenRefused = tokenRefused
-        self.streaming = streaming
-    }
-
-    /// The same accounts, hooks and streaming client as the XRPC proxy's.
     init(_ proxy: XRPCProxy) {
-        self.init(registry: proxy.registry, environment: proxy.environment, tokenRefused: proxy.tokenRefused, streaming: proxy.streaming)
+        self.proxy = proxy
     }
+
+    var registry: AccountRegistry { proxy.registry }
+    var environment: SessionEnvironment { proxy.environment }
 
     /// - Parameter upstream: collects the time spent with the server (the metrics' added latency).
     func send(_ call: HTTPCall, upstream: UpstreamTime? = nil) async throws(DaemonError) -> InboundResponse {
@@ -38,7 +29,7 @@ struct HTTPCallProxy: Sendable {
         else { return response }
         let fresh = try await session.replaceExpired(token: target.token)
         guard fresh != target.token else { return response }
-        tokenRefused(session)
+        proxy.tokenRefused(session)
         return try await send(call, url: url, token: fresh, upstream: upstream)
     }
 
@@ -47,7 +38,7 @@ struct HTTPCallProxy: Sendable {
     /// sent twice: when the server refuses the token, the token is replaced (for the caller's
     /// next try) and the 401 goes back as it came.
     func sendStreamed(_ call: HTTPCall, upload: ChunkSource) async throws(DaemonError) -> StreamedAnswer {
-        guard let streaming else { throw .internalError("no client for streamed calls") }
+        guard let streaming = proxy.streaming else { throw .internalError("no client for streamed calls") }
         let session = try registry.session(call.account)
         let target = try await session.httpTarget()
         guard let url = call.url(origin: target.origin) else {
@@ -62,7 +53,7 @@ struct HTTPCallProxy: Sendable {
         }
         if answer.status == 401, target.refreshable, await Self.meansExpired(answer.header("WWW-Authenticate"), session: session),
            (try? await session.replaceExpired(token: target.token)) != nil {
-            tokenRefused(session)
+            proxy.tokenRefused(session)
         }
         return answer
     }

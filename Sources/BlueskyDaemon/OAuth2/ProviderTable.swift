@@ -17,6 +17,4 @@ final class ProviderTable: Sendable {
     func provider(named identifier: String) -> ProviderSettings? {
         providers.withLock { $0.first { $0.matches(identifier) } }
     }
-
-    var all: [ProviderSettings] { providers.withLock { $0 } }
 }
