@@ -12,7 +12,7 @@ extension PDSService {
     func checkScope(_ scope: String, did: String, request: TestbedRequest) throws(XRPCError) {
         let tokens = scope.split(separator: " ").map(String.init)
         if tokens.contains("transition:generic") { return }
-        let nsid = String(request.path.dropFirst("/xrpc/".count))
+        let nsid = PDSService.routed(String(request.path.dropFirst("/xrpc/".count)))
         guard let needed = Self.permissionNeeded(nsid: nsid, request: request) else { return }
         guard !tokens.contains(where: { Self.token($0, grants: needed) }) else { return }
         context.oauth.metrics.record(did: did) { $0.scopeRefusals += 1 }

@@ -61,6 +61,17 @@ extension PDSService {
         return .json(sessionBody(auth.account, tokens: nil))
     }
 
+    /// A service token for `aud` (and `lxm`): what lets its holder act as the account at
+    /// another service, so what a read-only client must never get.
+    func getServiceAuth(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
+        let auth = try authenticateAccess(request)
+        guard let audience = request.query["aud"], !audience.isEmpty else {
+            throw XRPCError(.badRequest, "InvalidRequest", "Error: Params must have the property \"aud\"")
+        }
+        let method = request.query["lxm"] ?? "*"
+        return .json(["token": .string("svc.\(auth.account.did).\(audience).\(method)")])
+    }
+
     func deleteSession(_ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
         let auth = try authenticateRefresh(request, countRejections: false)
         auth.account.data.withLock { $0.endSession(refreshJti: auth.claims.jti) }

@@ -39,7 +39,8 @@ struct PDSService: Sendable {
             if request.path == "/.well-known/oauth-protected-resource" { return protectedResourceMetadata(request) }
             return .xrpcError(.notFound, "NotFound", "Not Found")
         }
-        let nsid = String(request.path.dropFirst("/xrpc/".count))
+        // Routed as the reference PDS routes, through Express: paths match whatever their case.
+        let nsid = Self.routed(String(request.path.dropFirst("/xrpc/".count)))
         if nsid == "_health" { return .json(["version": "testbed"]) }
 
         let now = context.clock.now()
@@ -77,6 +78,19 @@ struct PDSService: Sendable {
         return response
     }
 
+    /// The methods served, each under the one spelling `dispatch` knows.
+    static let methods = [
+        "com.atproto.server.describeServer", "com.atproto.server.createSession", "com.atproto.server.refreshSession",
+        "com.atproto.server.getSession", "com.atproto.server.getServiceAuth", "com.atproto.server.deleteSession",
+        "com.atproto.identity.resolveHandle", "com.atproto.repo.createRecord", "com.atproto.repo.putRecord",
+        "com.atproto.repo.getRecord", "com.atproto.repo.listRecords", "com.atproto.repo.deleteRecord",
+        "com.atproto.repo.uploadBlob", "com.atproto.sync.getBlob", "app.bsky.actor.getProfile", "app.bsky.feed.getTimeline",
+    ]
+    private static let routes = Dictionary(methods.map { ($0.lowercased(), $0) }, uniquingKeysWith: { first, _ in first })
+
+    /// The method `written` reaches: Express compares route paths without regard to case.
+    static func routed(_ written: String) -> String { routes[written.lowercased()] ?? written }
+
     private func dispatch(nsid: String, _ request: TestbedRequest) throws(XRPCError) -> TestbedResponse {
         switch nsid {
         case "com.atproto.server.describeServer":
@@ -91,6 +105,9 @@ struct PDSService: Sendable {
         case "com.atproto.server.getSession":
             try expect(.query, request)
             return try getSession(request)
+        case "com.atproto.server.getServiceAuth":
+            try expect(.query, request)
+            return try getServiceAuth(request)
         case "com.atproto.server.deleteSession":
             try expect(.procedure, request)
             return try deleteSession(request)

@@ -45,7 +45,7 @@ struct MastodonInstanceTests {
             testbed.addMastodonUser(username: "alice", displayName: "Alice")
             let social = try await harness.connection(host: "social.tb1.test")
             let metadata = try await social.send(.get("/.well-known/oauth-authorization-server"))
-            #expect(metadata["issuer"] == testbed.mastodonURL)
+            #expect(metadata["issuer"] == testbed.mastodonURL + "/", "as Mastodon 4.3 writes it")
             #expect(metadata["app_registration_endpoint"] == testbed.mastodonURL + "/api/v1/apps")
 
             let (clientID, secret, tokens) = try await Self.login(social)

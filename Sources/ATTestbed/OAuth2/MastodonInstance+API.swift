@@ -45,6 +45,26 @@ extension MastodonInstance {
         }
     }
 
+    /// `DELETE /api/v1/statuses/:id` (or a POST that says `_method=DELETE`): needs `write`.
+    func deleteStatus(_ request: TestbedRequest) throws(OAuthFailure) -> TestbedResponse {
+        let id = String(request.path.dropFirst("/api/v1/statuses/".count))
+        let now = context.clock.now()
+        let token = OAuth2Forms.bearer(request) ?? ""
+        return store.records.withLock { records in
+            guard case .success(let grant) = records.grants.authenticate(token, now: now) else {
+                return Self.unauthorized("The access token is invalid")
+            }
+            guard grant.scope.split(separator: " ").contains(where: { $0 == "write" || $0 == "write:statuses" }) else {
+                return .json(["error": "This action is outside the authorized scopes"], status: .forbidden)
+            }
+            guard let index = Int(id), (1...records.statuses.count).contains(index), !records.deletedStatuses.contains(id) else {
+                return .json(["error": "Record not found"], status: .notFound)
+            }
+            records.deletedStatuses.insert(id)
+            return .json(["id": .string(id), "text": .string(records.statuses[index - 1].text)])
+        }
+    }
+
     /// `POST /api/v2/media`: the body's bytes (any type; a real instance takes multipart), kept
     /// whole, answered with their count and SHA-256 so a test can tell they arrived intact.
     func postMedia(_ request: TestbedRequest) -> TestbedResponse {

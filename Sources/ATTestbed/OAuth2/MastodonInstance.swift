@@ -19,7 +19,7 @@ struct MastodonInstance: Sendable {
     var store: MastodonState { context.mastodon }
 
     func handle(_ request: TestbedRequest) -> TestbedResponse {
-        let endpoint = MastodonEndpoint(method: request.method, path: request.path)
+        let endpoint = MastodonEndpoint(method: Self.effectiveMethod(request), path: request.path)
         guard let endpoint else { return .json(["error": "Record not found"], status: .notFound) }
         store.records.withLock { $0.requests[endpoint.rawValue, default: 0] += 1 }
         return OAuth2Forms.answer(context, failureKey: endpoint.failureKey) { () throws(OAuthFailure) in
@@ -32,14 +32,29 @@ struct MastodonInstance: Sendable {
             case .verifyCredentials: verifyCredentials(request)
             case .postStatus: try postStatus(request)
             case .postMedia: postMedia(request)
+            case .deleteStatus: try deleteStatus(request)
             }
         }
     }
 
-    /// RFC 8414 metadata, with Mastodon's `app_registration_endpoint`.
+    /// The method a POST stands for, as Rails and its kin read it: `_method` in the query or
+    /// in the (decoded) form or JSON body, or `X-HTTP-Method-Override`. What a client policy
+    /// granting POST alone must never let through.
+    static func effectiveMethod(_ request: TestbedRequest) -> HTTPMethod {
+        guard request.method == .POST else { return request.method }
+        let fields = (try? OAuth2Forms.fields(request)) ?? [:]
+        let named = request.query.first { $0.key.lowercased() == "_method" }?.value
+            ?? fields.first { $0.key.lowercased() == "_method" }?.value.first
+            ?? request.headers.first(name: "x-http-method-override")
+        guard let named, !named.isEmpty else { return .POST }
+        return HTTPMethod(rawValue: named.uppercased())
+    }
+
+    /// RFC 8414 metadata, with Mastodon's `app_registration_endpoint`. The issuer ends in `/`,
+    /// as Mastodon 4.3 writes it (its `root_url`).
     private func metadata() -> TestbedResponse {
         .json([
-            "issuer": .string(origin),
+            "issuer": .string(origin + "/"),
             "authorization_endpoint": .string(origin + "/oauth/authorize"),
             "token_endpoint": .string(origin + "/oauth/token"),
             "revocation_endpoint": .string(origin + "/oauth/revoke"),
@@ -57,7 +72,7 @@ struct MastodonInstance: Sendable {
 
 /// The instance's endpoints, by method and path.
 public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
-    case metadata, registerApp, authorize, token, revoke, verifyCredentials, postStatus, postMedia
+    case metadata, registerApp, authorize, token, revoke, verifyCredentials, postStatus, postMedia, deleteStatus
 
     init?(method: HTTPMethod, path: String) {
         switch (method, path) {
@@ -69,6 +84,7 @@ public enum MastodonEndpoint: String, Sendable, CaseIterable, Hashable {
         case (.GET, "/api/v1/accounts/verify_credentials"): self = .verifyCredentials
         case (.POST, "/api/v1/statuses"): self = .postStatus
         case (.POST, "/api/v2/media"): self = .postMedia
+        case (.DELETE, let path) where path.hasPrefix("/api/v1/statuses/"): self = .deleteStatus
         default: return nil
         }
     }
@@ -103,6 +119,8 @@ final class MastodonState: Sendable {
         var requests: [String: Int] = [:]
         /// Statuses posted: (author id, text), oldest first.
         var statuses: [(author: String, text: String)] = []
+        /// Ids (1-based positions in `statuses`) of the statuses deleted.
+        var deletedStatuses: Set<String> = []
     }
 
     let host: String
