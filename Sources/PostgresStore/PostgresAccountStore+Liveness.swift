@@ -20,6 +20,11 @@ extension PostgresAccountStore {
     /// The database's clock as stored dates are (seconds since 2001-01-01).
     static let databaseNow = "(extract(epoch FROM clock_timestamp())::double precision - 978307200)"
 
+    /// A stopped host's `alive_until`: a beat of its that was in flight when it stopped and
+    /// lands later (postgres-nio's queries do not end when their task is cancelled) cannot
+    /// make it alive again.
+    static let stopped = -Double.infinity
+
     /// How often this host says it is alive: a quarter of the lease, at most 10 s.
     var beat: TimeInterval { min(10, settings.leaseDuration / 4) }
     /// How long one beat keeps a host alive: three beats.
@@ -62,6 +67,7 @@ extension PostgresAccountStore {
             try await session.run("""
                 INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(now + aliveFor))
                 ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                WHERE blueskyd_host.alive_until > \(Self.stopped)
                 """)
             try await session.run("""
                 UPDATE account SET lease_owner = NULL, lease_expires_at = NULL
@@ -78,9 +84,13 @@ extension PostgresAccountStore {
 
     /// Says this host is gone (a clean stop): its leases may be taken over once they run out.
     func forgetLiveness() async {
-        let (tenant, me) = (settings.tenant, leaseOwner)
+        let (tenant, me, stopped) = (settings.tenant, leaseOwner, Self.stopped)
+        // A mark, not a deletion: whichever of it and a late beat lands last, the mark stays.
         _ = try? await write("saying this host stops") { session in
-            try await session.run("DELETE FROM blueskyd_host WHERE tenant = \(tenant) AND owner = \(me)")
+            try await session.run("""
+                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(stopped))
+                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                """)
         }
     }
 }
