@@ -20,10 +20,11 @@ extension PostgresAccountStore {
     /// The database's clock as stored dates are (seconds since 2001-01-01).
     static let databaseNow = "(extract(epoch FROM clock_timestamp())::double precision - 978307200)"
 
-    /// A stopped host's `alive_until`: a beat of its that was in flight when it stopped and
-    /// lands later (postgres-nio's queries do not end when their task is cancelled) cannot
-    /// make it alive again.
-    static let stopped = -Double.infinity
+    /// A stopped host's `alive_until` is the negated time it stopped: a beat of its that was in
+    /// flight then and lands later (postgres-nio's queries do not end when their task is
+    /// cancelled) cannot make it alive again, and the row is pruned a day later like a
+    /// crashed host's.
+    static let keptFor: TimeInterval = 86_400
 
     /// How often this host says it is alive: a quarter of the lease, at most 10 s.
     var beat: TimeInterval { min(10, settings.leaseDuration / 4) }
@@ -56,7 +57,7 @@ extension PostgresAccountStore {
                     UPDATE account SET lease_expires_at = lease_expires_at + \(gap)
                     WHERE id IN (SELECT id FROM account WHERE tenant = \(tenant) AND lease_owner IS NOT NULL ORDER BY id FOR UPDATE)
                     """)
-                try await session.run("UPDATE blueskyd_host SET alive_until = alive_until + \(gap) WHERE tenant = \(tenant)")
+                try await session.run("UPDATE blueskyd_host SET alive_until = alive_until + \(gap) WHERE tenant = \(tenant) AND alive_until >= 0")
                 logger.notice("the database was away from every host; leases were moved on by that long", metadata: [
                     "gapSeconds": "\(Int(gap))"])
             }
@@ -67,7 +68,10 @@ extension PostgresAccountStore {
             try await session.run("""
                 INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(now + aliveFor))
                 ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
-                WHERE blueskyd_host.alive_until > \(Self.stopped)
+                WHERE blueskyd_host.alive_until >= 0
+                """)
+            try await session.run("""
+                DELETE FROM blueskyd_host WHERE tenant = \(tenant) AND abs(alive_until) < \(now - Self.keptFor)
                 """)
             try await session.run("""
                 UPDATE account SET lease_owner = NULL, lease_expires_at = NULL
@@ -84,11 +88,11 @@ extension PostgresAccountStore {
 
     /// Says this host is gone (a clean stop): its leases may be taken over once they run out.
     func forgetLiveness() async {
-        let (tenant, me, stopped) = (settings.tenant, leaseOwner, Self.stopped)
+        let (tenant, me) = (settings.tenant, leaseOwner)
         // A mark, not a deletion: whichever of it and a late beat lands last, the mark stays.
         _ = try? await write("saying this host stops") { session in
             try await session.run("""
-                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(stopped))
+                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), -\(unescaped: Self.databaseNow))
                 ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
                 """)
         }
