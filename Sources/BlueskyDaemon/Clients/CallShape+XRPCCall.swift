@@ -33,12 +33,16 @@ extension CallShape {
         case "com.atproto.repo.deleteRecord": return [(collection, .delete)]
         case "com.atproto.repo.applyWrites":
             guard case .array(let operations)? = input?["writes"] else { return [] }
-            return operations.map { operation in
-                let type = operation["$type"]?.stringValue ?? ""
-                let action: Permission.RepoAction = type.hasSuffix("#delete") ? .delete : type.hasSuffix("#update") ? .update : .create
-                // An operation of no known type needs every action.
-                guard type.hasSuffix("#create") || type.hasSuffix("#update") || type.hasSuffix("#delete") else { return (nil, .create) }
-                return (operation["collection"]?.stringValue, action)
+            return operations.flatMap { operation -> [(collection: String?, action: Permission.RepoAction)] in
+                let collection = operation["collection"]?.stringValue
+                // The PDS takes these three types (a reference relative to the Lexicon, or whole); anything else (a typo, another
+                // spelling, none) is judged as every action, so it can never pass for less.
+                switch operation["$type"]?.stringValue {
+                case "com.atproto.repo.applyWrites#create", "#create": return [(collection, .create)]
+                case "com.atproto.repo.applyWrites#update", "#update": return [(collection, .update)]
+                case "com.atproto.repo.applyWrites#delete", "#delete": return [(collection, .delete)]
+                default: return Permission.RepoAction.allCases.map { (collection, $0) }
+                }
             }
         default: return []
         }

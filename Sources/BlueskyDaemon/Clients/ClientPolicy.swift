@@ -51,20 +51,36 @@ struct ClientPolicy: Sendable, Hashable {
         let session = try account(call.account, in: registry)
         try check(call, uploadType: uploadType)
         call.account = session.id.uuidString
+        if let grant, call.nsid == "com.atproto.server.getSession", !grant.grants(.account(attribute: "email", action: .read)) {
+            call.hidesEmail = true
+        }
         return session.id
     }
 
     /// The same for a call to an OAuth 2.0 server's account: its method and path.
     func admit(_ call: inout HTTPCall, in registry: AccountRegistry) throws(DaemonError) -> UUID {
         let session = try account(call.account, in: registry)
-        if let grant, !grant.grants(call.need) {
-            throw .policyDenied(client: name, rule: policyRule, permission: call.need.description)
-        }
-        if let grant, call.overridesMethod, !grant.grants(.http(method: "*", path: call.path)) {
-            throw .policyDenied(client: name, rule: policyRule, permission: "a POST whose body overrides its method (_method) on \(call.path)")
-        }
+        try check(http: call)
         call.account = session.id.uuidString
         return session.id
+    }
+
+    /// Refuses an OAuth 2.0 server's call the grant does not cover. A grant of some methods
+    /// only is judged on the method the server will act on: a request that names another (or
+    /// whose body cannot be read to know) needs them all.
+    func check(http call: HTTPCall) throws(DaemonError) {
+        guard let grant else { return }
+        if !grant.grants(call.need) {
+            throw .policyDenied(client: name, rule: policyRule, permission: call.need.description)
+        }
+        guard !grant.grants(.http(method: "*", path: call.path)) else { return }
+        if call.bodyIsStreamed {
+            throw .policyDenied(client: name, rule: policyRule,
+                                permission: "http:*:\(call.path) (a streamed body, chunked or past 1 MiB, cannot be read for a method override)")
+        }
+        if let override = call.methodOverride {
+            throw .policyDenied(client: name, rule: policyRule, permission: "http:*:\(call.path) (the request overrides its method: \(override))")
+        }
     }
 
     /// Refuses `call` unless the grant covers everything it needs.

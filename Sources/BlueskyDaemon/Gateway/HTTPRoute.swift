@@ -36,8 +36,10 @@ enum HTTPRoute {
         let headers = request.headers.map { ($0.name, $0.value) }
         do throws(DaemonError) {
             let path = slash == rest.endIndex ? "/" : String(rest[slash...])
-            return .call(try HTTPCall(account: account, method: request.method.rawValue, path: path,
-                                      query: request.query.map(String.init), headers: headers, body: body), upload: upload)
+            var call = try HTTPCall(account: account, method: request.method.rawValue, path: path,
+                                    query: request.query.map(String.init), headers: headers, body: body)
+            call.bodyIsStreamed = upload != nil
+            return .call(call, upload: upload)
         } catch {
             return .refused(GatewayRoutes.response(for: error))
         }

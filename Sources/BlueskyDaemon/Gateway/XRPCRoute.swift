@@ -30,10 +30,10 @@ enum XRPCRoute {
             return .refused(.xrpcError(.notFound, GatewayErrorName.notFound.rawValue,
                                        "only /xrpc/<nsid> is served here, not \(String(path.prefix(200)))"))
         }
-        let nsid = String(path.dropFirst("/xrpc/".count))
-        if nsid == "_health", request.method == .GET || request.method == .HEAD { return .health }
-        guard NSID(nsid) != nil else {
-            return .refused(.xrpcError(.badRequest, "InvalidRequest", "'\(nsid.prefix(200))' is not a valid NSID"))
+        let written = String(path.dropFirst("/xrpc/".count))
+        if written == "_health", request.method == .GET || request.method == .HEAD { return .health }
+        guard NSID(written) != nil else {
+            return .refused(.xrpcError(.badRequest, "InvalidRequest", "'\(written.prefix(200))' is not a valid NSID"))
         }
         let kind: XRPCMethodKind
         switch request.method {
@@ -44,12 +44,11 @@ enum XRPCRoute {
                                        "XRPC takes GET (queries) and POST (procedures), not \(request.method.rawValue)",
                                        headers: [("Allow", "GET, HEAD, POST")]))
         }
-        // Deliberately refused, not unfinished: an event stream is a WebSocket that lives for
-        // hours, which this request-and-answer gateway does not carry; programs subscribe to the
-        // relay or the PDS themselves (no account credentials are needed to read a firehose).
-        if LexiconMethods.kind(of: nsid) == .subscription {
-            return .refused(.xrpcError(.notImplemented, GatewayErrorName.methodNotSupported.rawValue,
-                                       "\(nsid) is an event stream (subscription), which the gateway does not proxy"))
+        // The policy and the PDS see one spelling: the Lexicons'.
+        let nsid: String
+        switch XRPCCall.canonical(written, kind: kind) {
+        case .success(let canonical): nsid = canonical
+        case .failure(let refusal): return .refused(refusal.gatewayResponse)
         }
         let headers = request.headers
         let proxy = headers.first(name: "atproto-proxy")
@@ -79,9 +78,10 @@ enum XRPCRoute {
             }
             upload = Upload(chunks: chunks, contentType: type)
         }
+        let parameters = request.query.map(Self.parameters) ?? []
+        if let refusal = XRPCCall.ambiguity(nsid: nsid, parameters: parameters) { return .refused(refusal.gatewayResponse) }
         let call = XRPCCall(nsid: nsid, account: headers.first(name: "atproto-account"), kind: kind,
-                            parameters: request.query.map(Self.parameters) ?? [], body: body, atprotoProxy: proxy,
-                            acceptLabelers: labelers)
+                            parameters: parameters, body: body, atprotoProxy: proxy, acceptLabelers: labelers)
         return .call(call, upload: upload)
     }
 

@@ -18,15 +18,14 @@ struct HTTPCall: Sendable {
     var headers: [(String, String)]
     var body: [UInt8]?
 
-    /// Whether the body asks a server to take the request as another method (`_method`, as
-    /// Rails and Laravel read a form or JSON body): a policy granting POST must not grant DELETE.
-    var overridesMethod: Bool {
-        guard let body, method == "POST" else { return false }
-        let text = String(decoding: body.prefix(65_536), as: UTF8.self)
-        return text.hasPrefix("_method=") || text.contains("&_method=") || text.contains("\"_method\"")
-            || text.contains("name=\"_method\"")
-    }
+    /// The body was not read whole: it is passed on as it arrives (chunked, or past the
+    /// gateway's whole-body limit), so nothing in it can be looked at before it is sent.
+    var bodyIsStreamed = false
 
+    /// Where the request asks a server to take it as another method, if it does: `_method` in
+    /// the query, or as a key of a form, JSON or multipart body, however escaped (Rails,
+    /// Laravel and Symfony honour each). A policy granting POST must not grant DELETE.
+    var methodOverride: String? { MethodOverride.find(query: query, body: body) }
     /// A write that may have changed the account's profile (Mastodon's `update_credentials`, a
     /// `/me` or profile endpoint): a cheap look, a false positive costing one fetch.
     var mayWriteProfile: Bool {
@@ -34,6 +33,9 @@ struct HTTPCall: Sendable {
         let lowered = path.lowercased()
         return lowered.contains("credentials") || lowered.contains("profile") || lowered.hasSuffix("/me")
     }
+
+    /// The methods sent; anything else is refused before a policy is asked.
+    static let methods: Set<String> = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
     /// What a client policy must grant for it.
     var need: PermissionNeed { .http(method: method, path: path) }
@@ -65,8 +67,9 @@ struct HTTPCall: Sendable {
 
     init(account: String?, method: String, path: String, query: String?, headers: [(String, String)], body: [UInt8]?) throws(DaemonError) {
         let method = method.utf8.contains(where: { $0 >= 0x61 && $0 <= 0x7A }) ? method.uppercased() : method
-        guard !method.isEmpty, method.utf8.count <= 16, method.utf8.allSatisfy({ $0 >= 0x41 && $0 <= 0x5A }) else {
-            throw .invalidParams("method must be an HTTP method such as GET or POST", field: "method")
+        // A fixed set: TRACE would echo the bearer token back, CONNECT asks for a tunnel.
+        guard Self.methods.contains(method) else {
+            throw .invalidParams("method must be one of \(Self.methods.sorted().joined(separator: ", "))", field: "method")
         }
         self.account = account
         self.method = method

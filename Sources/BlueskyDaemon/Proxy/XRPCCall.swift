@@ -13,6 +13,9 @@ struct XRPCCall: Sendable {
     var atprotoProxy: String?
     /// `atproto-accept-labelers`, as a gateway client sent it.
     var acceptLabelers: String?
+    /// Whether the answer's email fields are withheld: a restricted client without
+    /// `account:email` learns nothing of the address from `getSession` (set by its policy).
+    var hidesEmail = false
 
     init(nsid: String, account: String?, kind: XRPCMethodKind, parameters: [(String, XRPCParameter)],
          body: XRPCBody?, atprotoProxy: String?, acceptLabelers: String?) {
@@ -26,24 +29,27 @@ struct XRPCCall: Sendable {
     }
 
     init(params: Params) throws(DaemonError) {
-        let nsid = try params.requiredString("nsid")
-        guard NSID(nsid) != nil else { throw .invalidParams("'\(nsid)' is not a valid NSID", field: "nsid") }
-        self.nsid = nsid
+        let written = try params.requiredString("nsid")
+        guard NSID(written) != nil else { throw .invalidParams("'\(written)' is not a valid NSID", field: "nsid") }
         account = try params.optionalString("account")
-        if let forced = try params.optionalString("kind") {
-            guard let kind = XRPCMethodKind(rawValue: forced), kind != .subscription else {
+        var forced: XRPCMethodKind?
+        if let text = try params.optionalString("kind") {
+            guard let kind = XRPCMethodKind(rawValue: text), kind != .subscription else {
                 throw .invalidParams("kind must be \"query\" or \"procedure\"", field: "kind")
             }
+            forced = kind
+        }
+        switch Self.canonical(written, kind: forced) {
+        case .success(let canonical): nsid = canonical
+        case .failure(let refusal): throw refusal.daemonError
+        }
+        if let kind = forced ?? LexiconMethods.kind(of: nsid) {
             self.kind = kind
-        } else if let known = LexiconMethods.kind(of: nsid) {
-            guard known != .subscription else {
-                throw .invalidParams("\(nsid) is a subscription (event stream), which cannot be proxied", field: "nsid")
-            }
-            kind = known
         } else {
             throw .invalidParams("\(nsid) is not in the Lexicons; say \"kind\": \"query\" or \"procedure\"", field: "kind")
         }
         parameters = try Self.queryParameters(params.optionalObject("params"))
+        if let problem = Self.ambiguity(nsid: nsid, parameters: parameters) { throw problem.daemonError }
         atprotoProxy = try params.optionalString("proxy")
         if let proxy = atprotoProxy, !Self.isServiceReference(proxy) {
             throw .invalidParams("proxy must look like did:web:api.bsky.chat#bsky_chat", field: "proxy")

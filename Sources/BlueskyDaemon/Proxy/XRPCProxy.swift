@@ -42,8 +42,23 @@ struct XRPCProxy: Sendable {
             answer = try await send(call, session: session, upstream: upstream)
         }
         try await checkScope(answer.response, call: call, session: session)
-        return answer.response
+        return call.hidesEmail ? Self.withoutEmail(answer.response) : answer.response
     }
+
+    /// A session description without its email fields; an answer that cannot be read as a JSON
+    /// object keeps only its status (what cannot be read whole is not passed on).
+    static func withoutEmail(_ response: InboundResponse) -> InboundResponse {
+        var response = response
+        guard case .object(var fields)? = try? JSONValue.parse(response.body) else {
+            response.body = Array(#"{}"#.utf8)
+            return response
+        }
+        for name in emailFields { fields[name] = nil }
+        response.body = JSONValue.object(fields).encoded()
+        return response
+    }
+
+    static let emailFields = ["email", "emailConfirmed", "emailAuthFactor"]
 
     /// A refusal for a scope the session lacks becomes `ScopeMissing` and an
     /// `account.needsScope` event (what to add with `bskyctl login --upgrade`).
