@@ -123,7 +123,7 @@ public struct Daemon: Sendable {
         let routes = GatewayRoutes(proxy: proxy, logger: logger, tokens: tokens)
         var gatewayConfiguration = GatewayServer.Configuration()
         gatewayConfiguration.refused = { metrics?.gatewayRefused(reason: $0.reason) }
-        gatewayConfiguration.vouchedFor = { head in GatewayCaller(head).token.map { tokens.policy(of: $0) != nil } ?? false }
+        gatewayConfiguration.vouchedFor = { head in tokens.vouches(GatewayCaller(head).token) }
         let gateway = gatewayListener.map { gatewayListener in
             GatewayServer(listener: .unix(gatewayListener.listener), configuration: gatewayConfiguration,
                           handler: routes, logger: logger)
@@ -133,6 +133,8 @@ public struct Daemon: Sendable {
                           handler: routes, logger: logger)
         }
         let metricsServers = metricsServers(metrics, environment: environment, gatewayConfiguration: gatewayConfiguration)
+        let execSockets = ExecSockets(socketDirectory: (listener.path as NSString).deletingLastPathComponent, routes: routes,
+                                      configuration: gatewayConfiguration, logger: logger)
         let methods = DaemonMethods(
             accounts: accounts,
             proxy: proxy,
@@ -140,7 +142,8 @@ public struct Daemon: Sendable {
                              loopbackGateway: loopbackGateway, metricsSocketPath: configuration.metricsSocketPath,
                              loopbackMetrics: metricsServers.first { if case .loopback = $0.listener { true } else { false } },
                              stateDirectory: stateDirectory.url.path, startedAt: Date()),
-            isStopping: { stopping.load(ordering: .relaxed) }, logger: logger, tokens: tokens)
+            isStopping: { stopping.load(ordering: .relaxed) }, logger: logger, tokens: tokens,
+            execSockets: execSockets)
         let clientServers = try clientServers(methods: methods, routes: routes, gatewayConfiguration: gatewayConfiguration)
         let tokenFile = try writeGatewayTokenFile(tokens: tokens)
         let server = RPCServer(
@@ -159,6 +162,7 @@ public struct Daemon: Sendable {
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
                 StoreChangeService(accounts: accounts, changes: storeChanges.stream),
             ] + ([gateway, loopbackGateway].compactMap { $0 } + metricsServers).map(GatewayService.init) + clientServers + [
+                execSockets as any Service,
                 SocketService(server: server, onShutdown: {
                     stopping.store(true, ordering: .relaxed)
                     // Subscribers read this last event, then their streams end.

@@ -11,8 +11,12 @@ struct ExecCommand: ParsableCommand {
         discussion: """
             The program gets ATPROTO_PDS_URL (and ATP_PDS_HOST) set to the gateway with its token in \
             the path (http://127.0.0.1:<port>/t/<token>, or http://localhost/t/<token> with \
-            BLUESKYD_XRPC_SOCKET for the Unix socket), and BLUESKYD_GATEWAY_TOKEN for \
-            `Authorization: Bearer`. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
+            BLUESKYD_XRPC_SOCKET, a socket of its own that blueskyd makes for it and removes when it \
+            exits, where its policy holds with or without the token), and BLUESKYD_GATEWAY_TOKEN for \
+            `Authorization: Bearer`. It is never told the main sockets or the token file; without \
+            --sandbox a program of the same user can still find them, with --sandbox (bubblewrap) it \
+            cannot: the sockets' directories, $XDG_RUNTIME_DIR, the state and configuration \
+            directories are hidden, and it runs without network and in its own process namespace. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
             for an OAuth 2.0 server's account (<gateway>/t/<token>/http/<account>: a Mastodon SDK's \
             API base URL). The token is random bytes, never a JWT; it is held to --policy and \
             --account and revoked when the program exits (or bskyctl is killed). bskyctl exits with \
@@ -29,12 +33,18 @@ struct ExecCommand: ParsableCommand {
         "What the program may do, in atproto's permission syntax (space-separated), e.g. \"read blob:image/* repo:app.bsky.feed.post?action=create\". (default: everything the account's session allows)",
         valueName: "permissions"))
     var policy: String?
+    @Flag(name: .long, help: "Run the program under bubblewrap (bwrap): only its own socket is left it; no main socket, token file, state, configuration or network.")
+    var sandbox = false
     @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("The program and its arguments (after --).", valueName: "program"))
     var command: [String] = []
 
     func validate() throws {
         let program = command.first == "--" ? Array(command.dropFirst()) : command
         guard !program.isEmpty else { throw ValidationError("name the program to run: bskyctl exec [options] -- program [args...]") }
+        // An option bskyctl does not know, before `--`, is a mistake, not a program's name.
+        if command.first != "--", let first = command.first, first.hasPrefix("-") {
+            throw ValidationError("unknown option '\(first)' for exec (the program goes after --: bskyctl exec [options] -- program [args...])")
+        }
     }
 
     func run() throws {
@@ -45,12 +55,15 @@ struct ExecCommand: ParsableCommand {
         if !account.isEmpty { params["accounts"] = .array(account.map(JSONValue.string)) }
         let issued = try client.call("gateway.issueToken", .object(params))
         guard let token = issued["token"]?.stringValue else { throw CtlFailure.requestFailed("blueskyd issued no token") }
-        let socket = issued["gatewaySocket"]?.stringValue
-        let url = issued["gatewayURL"]?.stringValue
+        // The program's own socket; a daemon too old to make one leaves the main socket.
+        let socket = issued["execSocket"]?.stringValue ?? issued["gatewaySocket"]?.stringValue
+        let url = sandbox ? nil : issued["gatewayURL"]?.stringValue
         guard socket != nil || url != nil else {
             throw CtlFailure.requestFailed("blueskyd serves no XRPC gateway (gateway_socket = \"\" and no gateway_listen)")
         }
         var environment = ProcessInfo.processInfo.environment
+        // Nothing that names a main socket goes to the program.
+        environment["BLUESKYD_SOCKET"] = nil
         let base = (url ?? "http://localhost") + "/t/" + token
         environment["ATPROTO_PDS_URL"] = base
         environment["ATP_PDS_HOST"] = base
@@ -63,7 +76,15 @@ struct ExecCommand: ParsableCommand {
             allowed.remove(charactersIn: "/?#%")
             environment["BLUESKYD_HTTP_URL"] = base + "/http/" + (account[0].addingPercentEncoding(withAllowedCharacters: allowed) ?? account[0])
         }
-        let status = try Self.runToEnd(program, environment: environment)
+        var launched = program
+        if sandbox {
+            guard let socket, issued["execSocket"]?.stringValue != nil else {
+                throw CtlFailure.requestFailed("this blueskyd makes no socket of the program's own, which --sandbox needs: update it")
+            }
+            let hidden = (issued["hidden"]?.arrayValue ?? []).compactMap(\.stringValue)
+            launched = try Sandbox.arguments(program, socket: socket, hidden: hidden, environment: environment)
+        }
+        let status = try Self.runToEnd(launched, environment: environment)
         // The connection's end revokes the token too; saying so first makes it immediate.
         _ = try? client.callForResult("gateway.revokeToken", ["token": .string(token)])
         throw ExitCode(status)

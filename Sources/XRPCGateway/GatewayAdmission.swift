@@ -11,7 +11,8 @@ import RPCServer
 /// reach; programs using the gateway send neither header and name localhost. So any request
 /// with `Origin` or `Referer`, or with a `Host` other than the gateway's own names, is refused.
 public struct GatewayAdmission: Sendable {
-    /// Names a client may put in `Host` (lowercased; any port on a Unix socket).
+    /// Names a client may put in `Host` (lowercased; any port on a Unix socket; `blueskyd` only
+    /// there).
     public static let localNames: Set<String> = ["localhost", "127.0.0.1", "[::1]", "blueskyd"]
 
     public var allowedUID: UInt32
@@ -20,7 +21,9 @@ public struct GatewayAdmission: Sendable {
     /// The loopback port for a TCP listener: `Host` must then name it (or no port).
     public var port: Int?
     /// Whether a request whose sender's uid cannot be read carries a local token that vouches
-    /// for it (one only the daemon's user can read).
+    /// for it: the token file's, which only the daemon's user can read. A `bskyctl exec`
+    /// token vouches for nothing: its program may hand it on, and it is honoured over TCP
+    /// only from a connection whose owner is the daemon's user.
     public var vouchedFor: (@Sendable (HTTPRequestHead) -> Bool)?
 
     public init(allowedUID: UInt32, port: Int? = nil, vouchedFor: (@Sendable (HTTPRequestHead) -> Bool)? = nil) {
@@ -58,6 +61,9 @@ public struct GatewayAdmission: Sendable {
             givenPort = lowered[lowered.index(after: colon)...]
         }
         guard Self.localNames.contains(String(name)) else { return false }
+        // A single-label name is what a search domain or a rebinding DNS answer can give a
+        // web page's request over TCP; on a Unix socket no browser can send one.
+        if port != nil, name == "blueskyd" { return false }
         guard let givenPort else { return true }
         guard let number = Int(givenPort), (0...65535).contains(number) else { return false }
         return port.map { $0 == number } ?? true

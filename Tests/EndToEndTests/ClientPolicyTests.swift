@@ -149,7 +149,10 @@ struct ClientPolicyTests {
             let token = try #require(variables["BLUESKYD_GATEWAY_TOKEN"])
             #expect(token.hasPrefix("bskyd-gw-") && !token.contains("."), "opaque, not a JWT")
             #expect(variables["ATPROTO_PDS_URL"] == "http://localhost/t/\(token)")
-            #expect(variables["BLUESKYD_XRPC_SOCKET"] == fixture.daemon.gatewaySocketPath)
+            // A socket of its own, never the main one (which serves the daemon's user unrestricted).
+            let own = try #require(variables["BLUESKYD_XRPC_SOCKET"])
+            #expect(own != fixture.daemon.gatewaySocketPath && own.hasSuffix("/xrpc.sock"), "\(own)")
+            #expect(!environment.stdout.contains(fixture.daemon.gatewaySocketPath) && !environment.stdout.contains(fixture.daemon.socketPath))
             #expect(!environment.stdout.contains("eyJ"), "no JWT (access or refresh token) in the environment")
             for account in fixture.accounts { #expect(!environment.stdout.contains(account.appPassword)) }
 

@@ -64,4 +64,13 @@ import Testing
         #expect(tcp.refusal(of: head([("Host", "localhost")]), peer: owner) == nil)
         #expect(tcp.refusal(of: head([("Host", "127.0.0.1:8080")]), peer: owner) == .badHost("127.0.0.1:8080"))
     }
+
+    @Test("Host: blueskyd, a single label a search domain or a rebinding answer can carry a page's request to, only on Unix sockets")
+    func singleLabelOnlyOnUnixSockets() {
+        let tcp = GatewayAdmission(allowedUID: 1000, port: 9583)
+        for host in ["blueskyd", "BLUESKYD", "blueskyd:9583"] {
+            #expect(tcp.refusal(of: head([("Host", host)]), peer: owner) == .badHost(host), "\(host)")
+            #expect(admission.refusal(of: head([("Host", host)]), peer: owner) == nil, "\(host)")
+        }
+    }
 }

@@ -36,4 +36,11 @@ final class GatewayTokens: Sendable {
     }
 
     var count: Int { issued.withLock { $0.count } }
+
+    /// Whether `token` vouches for a TCP client whose owner cannot be read: only the token
+    /// file's does (the file is the daemon's user's alone); an exec token, which its program
+    /// may have handed on, does not.
+    func vouches(_ token: (some StringProtocol)?) -> Bool {
+        token.map { policy(of: $0) == .unrestricted } ?? false
+    }
 }

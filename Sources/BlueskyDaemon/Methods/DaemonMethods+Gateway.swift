@@ -6,7 +6,7 @@ import RPCServer
 /// `gateway.issueToken` and `gateway.revokeToken`: the local tokens `bskyctl exec` gives a
 /// program for the XRPC gateway (docs/PROTOCOL.md).
 extension DaemonMethods {
-    func gatewayToken(_ method: String, _ params: Params, context: RPCCallContext) throws(DaemonError) -> JSONValue {
+    func gatewayToken(_ method: String, _ params: Params, context: RPCCallContext) async throws(DaemonError) -> JSONValue {
         switch method {
         case "gateway.issueToken":
             try params.allowOnly(["policy", "accounts", "program"])
@@ -30,18 +30,31 @@ extension DaemonMethods {
             }
             // Each named account must exist now: a typo is an error, not a token for nothing.
             for name in names ?? [] { _ = try accounts.registry.session(name) }
+            // The program's own socket, where its policy holds whether it sends the token or not.
+            let socket = try await execSockets?.open(for: policy)
             let token = tokens.issue(policy)
             // The token lives as long as this connection: bskyctl holds it open while the program
             // runs, so the token ends when it exits, however it exits (even killed).
-            connection.whenClosed { [tokens] in tokens.revoke(token) }
+            connection.whenClosed { [tokens, execSockets] in
+                tokens.revoke(token)
+                if let socket { execSockets?.close(socket) }
+            }
             logger.info("gateway token issued", metadata: [
                 "client": "\(policy.name)", "policy": "\(policy.grant?.description ?? "(none)")",
                 "accounts": "\(names?.joined(separator: ",") ?? "any")", "pid": "\(context.peer.pid)",
+                "socket": "\(socket ?? "none")",
             ])
+            // What `bskyctl exec --sandbox` hides from the program: every directory holding a
+            // main socket, the token file, the store or its key.
+            let hidden = Set([info.socketPath, info.gatewaySocketPath, info.metricsSocketPath].compactMap { $0 }.map {
+                ($0 as NSString).deletingLastPathComponent
+            } + [info.stateDirectory]).sorted()
             return [
                 "token": .string(token),
+                "execSocket": socket.map(JSONValue.string) ?? .null,
                 "gatewaySocket": info.gatewaySocketPath.map(JSONValue.string) ?? .null,
                 "gatewayURL": info.loopbackGateway.map { .string("http://\($0.boundDescription)") } ?? .null,
+                "hidden": .array(hidden.map(JSONValue.string)),
             ]
         case "gateway.revokeToken":
             try params.allowOnly(["token"])

@@ -17,6 +17,8 @@ struct DaemonMethods: RPCMethodHandler {
     var client: ClientPolicy? = nil
     /// Tokens `gateway.issueToken` hands out for the gateway.
     var tokens: GatewayTokens = GatewayTokens()
+    /// The private gateway sockets of `bskyctl exec` programs; nil where none can be made.
+    var execSockets: ExecSockets? = nil
     var journal: WriteJournal { WriteJournal(logger: logger) }
 
     func handle(_ request: RPCRequest, context: RPCCallContext) async -> Result<JSONValue, RPCError> {
@@ -83,7 +85,7 @@ struct DaemonMethods: RPCMethodHandler {
         case "http.call":
             return try await httpCall(params, peer: context.peer)
         case "gateway.issueToken", "gateway.revokeToken":
-            return try gatewayToken(request.method, params, context: context)
+            return try await gatewayToken(request.method, params, context: context)
         default:
             throw .methodNotFound(request.method)
         }
