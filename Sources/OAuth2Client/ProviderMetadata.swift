@@ -40,9 +40,19 @@ public struct ProviderMetadata: Sendable, Equatable {
         guard Self.sameIssuer(issuer, expectedIssuer) else {
             throw .invalidAnswer("the metadata names the issuer \(issuer), not \(expectedIssuer)")
         }
+        // Mix-up: metadata fetched from one server naming another's endpoints would get that
+        // server's token issued, then sent to the first (RFC 9700 §4.4). Every endpoint that
+        // is contacted is therefore on the issuer's own origin; a server that truly splits
+        // them is described in a [[provider]], where the operator names each endpoint.
+        let issuerOrigin = Self.origin(of: URL(string: issuer))
         func endpoint(_ name: String) throws(OAuth2ClientError) -> URL? {
             guard let text = document[name]?.stringValue else { return nil }
-            return try Self.checkedURL(text, allowInsecureLoopback: allowInsecureLoopback)
+            let url = try Self.checkedURL(text, allowInsecureLoopback: allowInsecureLoopback)
+            guard let issuerOrigin, Self.origin(of: url) == issuerOrigin else {
+                throw .invalidAnswer("the metadata's \(name) \(text) is not on the issuer's origin \(issuerOrigin ?? issuer); "
+                                     + "a server whose endpoints live elsewhere is described in a [[provider]] that names them")
+            }
+            return url
         }
         guard let authorization = try endpoint("authorization_endpoint"), let token = try endpoint("token_endpoint") else {
             throw .invalidAnswer("the metadata lacks authorization_endpoint or token_endpoint")
@@ -56,6 +66,13 @@ public struct ProviderMetadata: Sendable, Equatable {
                   appRegistrationEndpoint: try endpoint("app_registration_endpoint"), userinfoEndpoint: try endpoint("userinfo_endpoint"),
                   issuesIssInRedirect: document["authorization_response_iss_parameter_supported"]?.boolValue ?? false,
                   scopesSupported: document["scopes_supported"]?.arrayValue?.compactMap(\.stringValue) ?? [])
+    }
+
+    /// `scheme://host:port`, lowercased, the port always written.
+    static func origin(of url: URL?) -> String? {
+        guard let url, let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        let port = url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        return "\(scheme)://\(host):\(port)"
     }
 
     /// Issuers compare as written, but a trailing `/` is no difference.

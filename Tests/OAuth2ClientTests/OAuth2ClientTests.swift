@@ -141,6 +141,28 @@ struct OAuth2ClientTests {
         }
     }
 
+    @Test("mix-up: metadata naming endpoints on another origin (another server's token, sent here) is refused, each endpoint that is contacted")
+    func mixUp() throws {
+        for name in ["authorization_endpoint", "token_endpoint", "revocation_endpoint", "registration_endpoint",
+                     "app_registration_endpoint", "userinfo_endpoint"] {
+            var fields: [String: JSONValue] = ["issuer": "https://a.example/", "authorization_endpoint": "https://a.example/oauth/authorize",
+                                               "token_endpoint": "https://a.example/oauth/token"]
+            fields[name] = "https://mastodon.social/oauth/x"
+            #expect(throws: OAuth2ClientError.self, "\(name)") {
+                try ProviderMetadata(document: .object(fields), expectedIssuer: "https://a.example", allowInsecureLoopback: false)
+            }
+            // Another port of the same host is another origin too.
+            fields[name] = "https://a.example:8443/oauth/x"
+            #expect(throws: OAuth2ClientError.self, "\(name) on another port") {
+                try ProviderMetadata(document: .object(fields), expectedIssuer: "https://a.example", allowInsecureLoopback: false)
+            }
+        }
+        // The issuer's origin however written: case and the default port are no difference.
+        let same: JSONValue = ["issuer": "https://A.example", "authorization_endpoint": "https://a.example:443/a",
+                               "token_endpoint": "https://a.EXAMPLE/t"]
+        #expect(throws: Never.self) { try ProviderMetadata(document: same, expectedIssuer: "https://A.example", allowInsecureLoopback: false) }
+    }
+
     @Test("RFC 8414 puts the well-known segment before the issuer's path; OpenID discovery after it")
     func metadataPaths() throws {
         let urls = ProviderDiscovery.metadataURLs(of: try #require(URL(string: "https://id.example:8443/tenant/")))
