@@ -85,6 +85,12 @@ public protocol AccountStore: AnyObject, Sendable {
     /// Checks that the store key opens what the store holds (one account's secrets and every
     /// client key): a replaced key is found at start, not at the first refresh.
     func verifyKey() async throws(StoreError)
+    /// The rows whose metadata seal does not hold, as stored (what `blueskyd store reseal` shows).
+    func unsealedAccounts() async throws(StoreError) -> [UnsealedAccount]
+    /// Seals the rows `ids` names, each only if it was never sealed and its secrets open under
+    /// the key (`UnsealedAccount.mayBeSealed`, checked again under the write); an account that
+    /// needed a login only for want of a seal is active again. Returns the ids sealed.
+    func sealAccounts(_ ids: [UUID], at: Date) async throws(StoreError) -> [UUID]
     /// Hands back memory the database connections cache, after a large read.
     func releaseMemory() async
 

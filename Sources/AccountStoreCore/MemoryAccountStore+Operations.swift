@@ -157,6 +157,11 @@ extension MemoryAccountStore {
 
     public func verifyKey() async throws(StoreError) {}
 
+    /// Nothing is written where anyone else could change it: every row is as written.
+    public func unsealedAccounts() async throws(StoreError) -> [UnsealedAccount] { [] }
+
+    public func sealAccounts(_ ids: [UUID], at: Date) async throws(StoreError) -> [UUID] { [] }
+
     public func saveDPoPNonces(_ nonces: [StoredDPoPNonce]) async throws(StoreError) {
         guard !nonces.isEmpty else { return }
         try await write(.saveDPoPNonces) { tables in

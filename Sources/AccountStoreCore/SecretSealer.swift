@@ -7,9 +7,16 @@ import Foundation
 /// account's 16 raw UUID bytes, so a blob copied into another account's row
 /// (or reused for another purpose) fails authentication instead of opening.
 package struct SecretSealer: Sendable {
-    /// Leading byte of every sealed blob, so the format can evolve.
-    static let formatVersion: UInt8 = 1
-    static let purposeLabel = Array("blueskyd/account-secrets/v1".utf8)
+    /// Leading byte of every sealed blob, so the format can evolve. Version 2 is written by
+    /// every blueskyd that seals rows' metadata, and says so under the key: its label is in the
+    /// authenticated data, so a blob cannot be passed off as version 1 (which opens under the
+    /// other label only). A row whose blob is version 2 had a metadata seal; one found without
+    /// it lost it to someone without the key, and is never sealed again (`blueskyd store reseal`
+    /// refuses it: log in again).
+    static let formatVersion: UInt8 = 2
+    package static let legacyFormatVersion: UInt8 = 1
+    static let purposeLabel = Array("blueskyd/account-secrets/v2".utf8)
+    package static let legacyPurposeLabel = Array("blueskyd/account-secrets/v1".utf8)
 
     let key: SymmetricKey
     /// The key of the accounts' metadata seals, derived from the store key (never the key itself).
@@ -72,7 +79,8 @@ package struct SecretSealer: Sendable {
     }
 
     package func open(_ blob: Data, account: UUID) throws(StoreError) -> AccountSecrets {
-        guard let plaintext = open(bytes: blob, additionalData: Self.additionalData(for: account)),
+        let label = blob.first == Self.legacyFormatVersion ? Self.legacyPurposeLabel : Self.purposeLabel
+        guard let plaintext = open(bytes: blob, additionalData: Self.additionalData(for: account, label: label)),
               let secrets = try? JSONDecoder().decode(AccountSecrets.self, from: plaintext) else {
             throw StoreError.secretDoesNotOpen(account: account)
         }
@@ -91,14 +99,22 @@ package struct SecretSealer: Sendable {
 
     /// The plaintext, or nil when the blob is not of this key and additional data.
     package func open(bytes blob: Data, additionalData: Data) -> Data? {
-        guard blob.first == Self.formatVersion, let box = try? AES.GCM.SealedBox(combined: blob.dropFirst()) else {
+        guard let version = blob.first, version == Self.formatVersion || version == Self.legacyFormatVersion,
+              let box = try? AES.GCM.SealedBox(combined: blob.dropFirst()) else {
             return nil
         }
         return try? AES.GCM.open(box, using: key, authenticating: additionalData)
     }
 
-    static func additionalData(for account: UUID) -> Data {
-        var data = Data(purposeLabel)
+    /// Whether `blob` opens under this key as one written alongside a metadata seal (version 2):
+    /// its row had a seal, whatever the row says now.
+    package func wasSealedWithMetadata(_ blob: Data, account: UUID) -> Bool {
+        blob.first == Self.formatVersion
+            && open(bytes: blob, additionalData: Self.additionalData(for: account, label: Self.purposeLabel)) != nil
+    }
+
+    package static func additionalData(for account: UUID, label: [UInt8] = purposeLabel) -> Data {
+        var data = Data(label)
         withUnsafeBytes(of: account.uuid) { data.append(contentsOf: $0) }
         return data
     }

@@ -61,7 +61,6 @@ public final class PostgresAccountStore: AccountStore {
             }
             try await migrate()
             try await checkTenantRole()
-            try await sealTenantRows()
             try await checkClock()
         } catch {
             await database.close()

@@ -102,19 +102,13 @@ extension SQLiteAccountStore {
         }
 
         migrator.registerMigration("v7-metadata-seal") { db in
-            // A MAC under the store key over the columns that decide where tokens go; every row
-            // there is gets its seal now, with the key this store was opened with. A row whose
-            // secrets do not open under it is not sealed with it: the key is wrong, and sealing
-            // would make every row look altered once the right key is back. The start fails.
+            // A MAC under the store key over the columns that decide where tokens go. Rows
+            // there are get none here: a migration that sealed whatever it found would bless a
+            // row rewritten by someone without the key (drop the column, delete this
+            // migration's record, point `pds` elsewhere). They read as altered until the
+            // operator seals them (`blueskyd store reseal`).
             try db.alter(table: AccountRecord.databaseTableName) { table in
                 table.add(column: "metadata_seal", .blob)
-            }
-            let rows = try Row.fetchAll(db, sql: "SELECT * FROM account")
-            for row in rows {
-                let record = try AccountRecord(row: row)
-                _ = try sealer.open(row["sealed_secrets"], account: record.id)
-                try db.execute(sql: "UPDATE account SET metadata_seal = ? WHERE id = ?",
-                               arguments: [sealer.metadataSeal(record, tenant: SQLiteAccountStore.tenant), record.id])
             }
         }
 

@@ -156,82 +156,84 @@ struct TenancyTests {
         }
     }
 
-    @Test("a store from before the seal: the first host of each tenant seals that tenant's rows with its own key")
-    func sealsExistingRows() async throws {
-        let keyA = SymmetricKey(size: .bits256)
-        let keyB = SymmetricKey(size: .bits256)
-        let (tenantA, tenantB) = (SharedTestDatabase.freshTenant(), SharedTestDatabase.freshTenant())
-        let a = try await SharedTestDatabase.openStore(tenant: tenantA, key: keyA)
-        let b = try await SharedTestDatabase.openStore(tenant: tenantB, key: keyB)
-        let (recordA, recordB) = (Fixtures.record(), Fixtures.record())
-        try await a.insert(recordA, secrets: Fixtures.secrets())
-        try await b.insert(recordB, secrets: Fixtures.secrets())
-        await a.close()
-        await b.close()
-        // As a store written before the seal came in looks: no seals, no tenant sealed yet.
-        _ = try await SharedTestDatabase.server.psql("""
-            UPDATE account SET metadata_seal = NULL WHERE tenant IN ('\(tenantA)', '\(tenantB)');
-            DELETE FROM blueskyd_tenant_sealed WHERE tenant IN ('\(tenantA)', '\(tenantB)');
-            """, database: SharedTestDatabase.database)
-
-        // Tenant A's host comes first: it seals A's rows only, with A's key.
-        let reopenedA = try await SharedTestDatabase.openStore(tenant: tenantA, key: keyA)
-        #expect(try await reopenedA.account(id: recordA.id) == recordA)
-        let reopenedB = try await SharedTestDatabase.openStore(tenant: tenantB, key: keyB)
-        #expect(try await reopenedB.account(id: recordB.id) == recordB, "B's rows were left for B's key")
-        await reopenedA.close()
-        await reopenedB.close()
-        // From now on a row without a seal is an altered one; a wrong key never seals.
-        _ = try await SharedTestDatabase.server.psql("UPDATE account SET metadata_seal = NULL WHERE id = '\(recordA.id)'",
-                                               database: SharedTestDatabase.database)
-        let again = try await SharedTestDatabase.openStore(tenant: tenantA, key: keyA)
-        #expect(try await again.account(id: recordA.id)?.isAltered == true)
-        await again.close()
+    /// Turns `record`'s row into one written before blueskyd sealed rows: secrets in the first
+    /// format (which says nothing of a seal) and no metadata seal.
+    private static func makeLegacy(_ opened: OpenedStore, _ record: AccountRecord, key: SymmetricKey) async throws {
+        let sealer = SecretSealer(key: key)
+        var blob = try #require(sealer.seal(bytes: try JSONEncoder().encode(Fixtures.secrets()),
+                                            additionalData: SecretSealer.additionalData(for: record.id, label: SecretSealer.legacyPurposeLabel)))
+        blob[blob.startIndex] = SecretSealer.legacyFormatVersion
+        let hex = blob.map { String(format: "%02x", $0) }.joined()
+        let literal = opened.directory != nil ? "X'\(hex)'" : "'\\x\(hex)'::bytea"
+        try await Self.rewrite(opened, """
+            UPDATE account SET sealed_secrets = \(literal), metadata_seal = NULL WHERE did = '\(record.did)'
+            """)
     }
 
-    @Test("a SQLite store from before the seal: its migration seals the rows, unless the key is wrong (then the start fails)")
-    func sqliteMigrationSeals() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
+    @Test("""
+        no start seals a row: rows from before the seal read as altered, whatever marker or migration record is gone, \
+        until the operator seals them (store reseal), which seals only rows never sealed whose secrets open
+        """, arguments: [StoreBackend.sqlite, .postgresql])
+    func noStartSeals(backend: StoreBackend) async throws {
         let key = SymmetricKey(size: .bits256)
-        let store = try Fixtures.openStore(in: directory.url, key: key)
-        let record = Fixtures.record()
-        try await store.insert(record, secrets: Fixtures.secrets())
-        let path = store.databasePath
-        await store.close()
-        // As the file looked before the v7 migration.
-        let raw = try DatabaseQueue(path: path)
-        try await raw.write { db in
-            try db.execute(sql: "ALTER TABLE account DROP COLUMN metadata_seal")
-            try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v7-metadata-seal'")
+        let opened = try await backend.open(key: key)
+        let (legacy, removed, intact) = (Fixtures.record(), Fixtures.record(), Fixtures.record())
+        for record in [legacy, removed, intact] { try await opened.store.insert(record, secrets: Fixtures.secrets()) }
+        try await Self.makeLegacy(opened, legacy, key: key)
+        // The attack: a row that was sealed, pointed elsewhere, its seal cleared, any marker gone.
+        try await Self.rewrite(opened, """
+            UPDATE account SET pds = 'https://pds.attacker.test', metadata_seal = NULL WHERE did = '\(removed.did)'
+            """)
+        if opened.directory == nil {
+            _ = try await SharedTestDatabase.server.psql("DELETE FROM blueskyd_tenant_sealed", database: SharedTestDatabase.database)
+        } else {
+            try await Self.rewrite(opened, "DELETE FROM grdb_migrations WHERE identifier = 'v7-metadata-seal'")
         }
-        try raw.close()
+        await opened.store.close()
+        if opened.directory != nil {
+            // The migration runs again (its record is gone): with the column there, as a no-op
+            // would; an old v7 would have sealed every row here.
+            let raw = try DatabaseQueue(path: opened.store.location)
+            try await raw.write { try $0.execute(sql: "ALTER TABLE account DROP COLUMN metadata_seal") }
+            try raw.close()
+        }
+        let reopened = try await backend.open(key: key, reuse: opened)
+        let store = reopened.store
+        #expect(try await store.account(id: legacy.id)?.isAltered == true, "no start seals a row")
+        #expect(try await store.account(id: removed.id)?.isAltered == true)
+        await #expect(throws: StoreError.recordAltered(account: removed.id)) { try await store.secrets(for: removed.id) }
+        if backend == .postgresql {
+            #expect(try await store.account(id: intact.id) == intact)
+        }
 
-        #expect(throws: StoreError.secretDoesNotOpen(account: record.id)) {
-            try Fixtures.openStore(in: directory.url, key: SymmetricKey(size: .bits256))
-        }
-        let reopened = try Fixtures.openStore(in: directory.url, key: key)
-        #expect(try await reopened.account(id: record.id) == record)
+        let unsealed = try await store.unsealedAccounts()
+        let findings = Dictionary(uniqueKeysWithValues: unsealed.map { ($0.record.id, $0.finding) })
+        #expect(findings[legacy.id] == .neverSealed)
+        #expect(findings[removed.id] == .sealRemoved, "the secrets say it had a seal")
+        #expect(unsealed.first { $0.record.id == removed.id }?.record.pds == "https://pds.attacker.test", "shown as stored")
+        // The operator seals what may be sealed; a removed seal stays removed.
+        #expect(try await store.sealAccounts([legacy.id, removed.id], at: Date()) == [legacy.id])
+        let resealed = try #require(try await store.account(id: legacy.id))
+        #expect(!resealed.isAltered)
+        #expect(try await store.account(id: removed.id)?.isAltered == true)
+        await #expect(throws: Never.self) { try await store.secrets(for: legacy.id) }
         await reopened.close()
     }
 
-    @Test("a host with the wrong key meeting unsealed rows does not seal them: its start fails")
-    func wrongKeyDoesNotSeal() async throws {
-        let tenant = SharedTestDatabase.freshTenant()
+    @Test("a store opened with another key seals nothing: every row's secrets do not open", arguments: [StoreBackend.sqlite, .postgresql])
+    func wrongKeySealsNothing(backend: StoreBackend) async throws {
         let key = SymmetricKey(size: .bits256)
-        let store = try await SharedTestDatabase.openStore(tenant: tenant, key: key)
+        let opened = try await backend.open(key: key)
         let record = Fixtures.record()
-        try await store.insert(record, secrets: Fixtures.secrets())
-        await store.close()
-        _ = try await SharedTestDatabase.server.psql("""
-            UPDATE account SET metadata_seal = NULL WHERE tenant = '\(tenant)';
-            DELETE FROM blueskyd_tenant_sealed WHERE tenant = '\(tenant)';
-            """, database: SharedTestDatabase.database)
-        await #expect(throws: StoreError.secretDoesNotOpen(account: record.id)) {
-            try await SharedTestDatabase.openStore(tenant: tenant, key: SymmetricKey(size: .bits256))
-        }
-        let right = try await SharedTestDatabase.openStore(tenant: tenant, key: key)
-        #expect(try await right.account(id: record.id) == record)
+        try await opened.store.insert(record, secrets: Fixtures.secrets())
+        try await Self.makeLegacy(opened, record, key: key)
+        await opened.store.close()
+        let wrong = try await backend.open(key: SymmetricKey(size: .bits256), reuse: opened)
+        #expect(try await wrong.store.unsealedAccounts().map(\.finding) == [.secretsDoNotOpen])
+        #expect(try await wrong.store.sealAccounts([record.id], at: Date()).isEmpty)
+        await wrong.store.close()
+        let right = try await backend.open(key: key, reuse: opened)
+        #expect(try await right.store.unsealedAccounts().map(\.finding) == [.neverSealed])
         await right.close()
     }
 }

@@ -1,0 +1,56 @@
+import Foundation
+
+/// A row whose metadata seal does not hold, as `blueskyd store reseal` shows it.
+///
+/// No start ever seals a row: a start that sealed whatever it found unsealed would bless a row
+/// someone without the key rewrote (point `pds` elsewhere, clear the seal, delete any marker),
+/// and send its tokens there. Sealing is the operator's act, with the key, one row named at a
+/// time or all of them, after reading where each would send its tokens.
+public struct UnsealedAccount: Sendable, Equatable {
+    public enum Finding: String, Sendable, Equatable {
+        /// No seal, and the secrets were written before blueskyd sealed rows (a store from
+        /// before seals): the operator may seal it after checking where it points.
+        case neverSealed = "never-sealed"
+        /// No seal, but the secrets say the row had one: someone without the key removed it.
+        /// Never sealed again: log in again.
+        case sealRemoved = "seal-removed"
+        /// A seal that does not match the row: the row was rewritten. Never sealed again.
+        case sealBroken = "seal-broken"
+        /// The secrets do not open under this key: a wrong key, or a row from another store.
+        case secretsDoNotOpen = "secrets-do-not-open"
+    }
+
+    /// The row as stored (where its tokens would go: `did`, `pds`, `oauth`).
+    public var record: AccountRecord
+    public var finding: Finding
+
+    public init(record: AccountRecord, finding: Finding) {
+        self.record = record
+        self.finding = finding
+    }
+
+    /// Only a row that was never sealed and opens under this key can be sealed.
+    public var mayBeSealed: Bool { finding == .neverSealed }
+
+    /// What the finding means, for the operator.
+    public var explanation: String {
+        switch finding {
+        case .neverSealed: "no seal yet (written before blueskyd sealed rows): seal it if it points where it should"
+        case .sealRemoved: "its seal was removed outside blueskyd (its secrets say it had one): log in again"
+        case .sealBroken: "its seal does not match the row (rewritten outside blueskyd): log in again"
+        case .secretsDoNotOpen: "its secrets do not open under this key"
+        }
+    }
+}
+
+/// Finds the sealed status of a row from its parts, the same way in every store.
+package enum SealFinding {
+    /// nil when the seal holds.
+    package static func of(_ record: AccountRecord, seal: Data?, blob: Data, tenant: String,
+                           sealer: SecretSealer) -> UnsealedAccount.Finding? {
+        if seal != nil, sealer.isSealed(record, tenant: tenant, seal: seal) { return nil }
+        guard (try? sealer.open(blob, account: record.id)) != nil else { return .secretsDoNotOpen }
+        if seal != nil { return .sealBroken }
+        return sealer.wasSealedWithMetadata(blob, account: record.id) ? .sealRemoved : .neverSealed
+    }
+}

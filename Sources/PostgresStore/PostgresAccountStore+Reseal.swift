@@ -1,0 +1,56 @@
+import AccountStoreCore
+import Foundation
+import PostgresNIO
+
+/// `blueskyd store reseal`: the only way a row of this tenant gets a seal it did not get when
+/// it was written. Hosts of the tenant may run meanwhile: each row sealed is announced.
+extension PostgresAccountStore {
+    public func unsealedAccounts() async throws(StoreError) -> [UnsealedAccount] {
+        let (tenant, sealer) = (settings.tenant, sealer)
+        let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account "
+                                    + "WHERE tenant = $1 ORDER BY created_at, id", binds: Self.binds(tenant))
+        return try await read("looking for unsealed accounts") { session in
+            var found: [UnsealedAccount] = []
+            for row in try await session.run(query) {
+                let (record, seal, blob) = try Self.sealedParts(row)
+                if let finding = SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer) {
+                    found.append(UnsealedAccount(record: record, finding: finding))
+                }
+            }
+            return found
+        }
+    }
+
+    public func sealAccounts(_ ids: [UUID], at: Date) async throws(StoreError) -> [UUID] {
+        let (tenant, sealer, altered) = (settings.tenant, sealer, StoreError.recordAlteredReason)
+        return try await write("sealing accounts") { [self] session in
+            var sealed: [UUID] = []
+            for id in ids {
+                let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account "
+                                            + "WHERE tenant = $1 AND id = $2 FOR UPDATE", binds: Self.binds(tenant, id))
+                guard let row = try await session.run(query).first else { continue }
+                let (record, seal, blob) = try Self.sealedParts(row)
+                guard SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer) == .neverSealed else { continue }
+                let newSeal = ByteBuffer(bytes: sealer.metadataSeal(record, tenant: tenant))
+                // Read as altered for want of a seal only: it may work again.
+                try await session.run(notifying("""
+                    UPDATE account SET metadata_seal = \(newSeal), updated_at = \(at.storedSeconds),
+                        state = CASE WHEN state_reason = \(altered) THEN 'active' ELSE state END,
+                        state_reason = CASE WHEN state_reason = \(altered) THEN NULL ELSE state_reason END
+                    WHERE tenant = \(tenant) AND id = \(id)
+                    """))
+                sealed.append(id)
+            }
+            return sealed
+        }
+    }
+
+    /// The record of a row selected with `recordColumns` and `sealed_secrets`, its seal and blob.
+    static func sealedParts(_ row: PostgresRow) throws -> (AccountRecord, Data?, Data) {
+        let record = try Self.record(row)
+        let columns = row.makeRandomAccess()
+        let seal = try columns["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
+        let blob = Data(buffer: try columns["sealed_secrets"].decode(ByteBuffer.self))
+        return (record, seal, blob)
+    }
+}

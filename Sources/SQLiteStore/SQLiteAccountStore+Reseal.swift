@@ -1,0 +1,46 @@
+import AccountStoreCore
+import Foundation
+import GRDB
+
+/// `blueskyd store reseal`: the only way a row gets a seal it did not get when it was written.
+extension SQLiteAccountStore {
+    public func unsealedAccounts() async throws(StoreError) -> [UnsealedAccount] {
+        let sealer = sealer
+        return try await performRead("looking for unsealed accounts") { db in
+            let request = AccountRecord.order(AccountColumn.createdAt, AccountColumn.id)
+                .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets, AccountColumn.metadataSeal])
+            var found: [UnsealedAccount] = []
+            let rows = try Row.fetchCursor(db, request)
+            while let row = try rows.next() {
+                let record = try AccountRecord(row: row)
+                if let finding = SealFinding.of(record, seal: row[AccountColumn.metadataSeal], blob: row[AccountColumn.sealedSecrets],
+                                                tenant: Self.tenant, sealer: sealer) {
+                    found.append(UnsealedAccount(record: record, finding: finding))
+                }
+            }
+            return found
+        }
+    }
+
+    public func sealAccounts(_ ids: [UUID], at: Date) async throws(StoreError) -> [UUID] {
+        let sealer = sealer
+        return try await performWrite("sealing accounts") { db in
+            var sealed: [UUID] = []
+            for id in ids {
+                let request = AccountRecord.filter(key: id)
+                    .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets, AccountColumn.metadataSeal])
+                guard let row = try Row.fetchOne(db, request) else { continue }
+                let record = try AccountRecord(row: row)
+                guard SealFinding.of(record, seal: row[AccountColumn.metadataSeal], blob: row[AccountColumn.sealedSecrets],
+                                     tenant: Self.tenant, sealer: sealer) == .neverSealed else { continue }
+                try db.execute(sql: "UPDATE account SET metadata_seal = ?, updated_at = ? WHERE id = ?",
+                               arguments: [sealer.metadataSeal(record, tenant: Self.tenant), at.storedSeconds, id])
+                // Read as altered for want of a seal only: it may work again.
+                try db.execute(sql: "UPDATE account SET state = ?, state_reason = NULL WHERE id = ? AND state_reason = ?",
+                               arguments: [AccountState.active.rawValue, id, StoreError.recordAlteredReason])
+                sealed.append(id)
+            }
+            return sealed
+        }
+    }
+}
