@@ -8,6 +8,16 @@ struct Blueskyd: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blueskyd",
         abstract: "Keeps Bluesky / AT Protocol accounts signed in and proxies XRPC calls for local programs.",
+        version: blueskydVersion,
+        subcommands: [Serve.self, Store.self],
+        defaultSubcommand: Serve.self)
+}
+
+/// The daemon itself: what `blueskyd` with no subcommand runs.
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "serve",
+        abstract: "Keeps Bluesky / AT Protocol accounts signed in and proxies XRPC calls for local programs.",
         discussion: """
             Serves JSON-RPC 2.0 on a Unix socket (see bskyctl(1) and docs/PROTOCOL.md). Settings come from \
             the command line, then BLUESKYD_* environment variables, then the configuration file \
@@ -56,6 +66,52 @@ struct Blueskyd: AsyncParsableCommand {
         overrides.caFile = caFile
         overrides.allowInsecureLoopback = allowInsecureLoopback
         let status = await DaemonMain.run(overrides)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+/// Commands on the registry itself, beside the daemon, with its configuration and key.
+struct Store: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "store",
+        abstract: "Work on the account registry with the store key (the daemon's configuration and key).",
+        subcommands: [Reseal.self])
+}
+
+struct Reseal: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "reseal",
+        abstract: "Show the accounts whose metadata seal does not hold; seal those written before seals, on your word.",
+        discussion: """
+            No start of blueskyd seals a row: a row without a seal (a store from before seals, or one \
+            rewritten by someone holding the database but not the key) reads as altered and sends no \
+            token anywhere. This lists each such row with where it would send its tokens. A row whose \
+            secrets were written with a seal (so the seal was removed), or whose seal does not match, \
+            is never sealed again: log that account in again. With SQLite, stop blueskyd first; with \
+            PostgreSQL, hosts may run (each sealed row is announced to them).
+
+            Exit status: 0 done; 64 an account that cannot be sealed named; 75 blueskyd is running \
+            (SQLite); 78 configuration error or the wrong key.
+            """)
+
+    @Option(help: "Configuration file (TOML).") var config: String?
+    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @Flag(help: "Seal every account that may be sealed.") var all = false
+    @Option(name: .customLong("account"), help: ArgumentHelp("Seal this account (its UUID); repeatable.", valueName: "uuid"))
+    var accounts: [String] = []
+    @Flag(help: "Show what would be sealed; seal nothing.") var dryRun = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        var overrides = DaemonOverrides()
+        overrides.configFile = config
+        overrides.stateDirectory = stateDirectory
+        var options = StoreReseal.Options()
+        options.all = all
+        options.accounts = accounts
+        options.dryRun = dryRun
+        options.json = json
+        let status = await StoreReseal.run(overrides, options: options)
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -11,7 +11,8 @@ struct RewrittenRowTests {
     @Test("""
         a host connected as its tenant's own role (row-level security) sees its accounts only; an app-password and an \
         OAuth account whose PDS and token endpoint are rewritten in the database (NOTIFY sent) need a login, no \
-        request reaches the new server, before or after a restart; a new login mends the account
+        request reaches the new server, before or after a restart; a new login mends the account; the reseal attack \
+        (marker deleted, PDS changed, seal cleared, restart) sends nothing, and store reseal refuses the row
         """, .timeLimit(.minutes(4)))
     func rewrittenRowSendsNothing() async throws {
         try HermeticNetwork.require()
@@ -94,6 +95,34 @@ struct RewrittenRowTests {
             let reply = try await restarted.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": .string(appAccount.did),
                                                                "params": ["actor": .string(appAccount.did)]])
             #expect(reply["status"] == 200)
+            #expect(intruder.connections == 0)
+
+            // The reseal attack, on a row that works (sealed, active) while its host is stopped:
+            // the tenant's "sealed" marker deleted, the row pointed at the intruder, its seal
+            // cleared. A start once sealed such a row with the real key, and its tokens went to
+            // the intruder; now no start seals anything.
+            await restarted.stop()
+            _ = try database.psql("""
+                DELETE FROM blueskyd_tenant_sealed WHERE tenant = 'alice';
+                UPDATE account SET pds = 'https://pds.tb63.test', metadata_seal = NULL WHERE id = '\(appID)';
+                """, database: "blueskyd")
+            host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: store.keyHex, config: config, testbed: testbed)
+            let third = try #require(host)
+            try await expectRefused(third, [appAccount.did], [appID])
+            let views = try await third.call("accounts.list")["accounts"]?.arrayValue ?? []
+            let attacked = views.first { $0["id"]?.stringValue == appID }
+            #expect(attacked?["state"] == "needs-login" && attacked?["stateReason"]?.stringValue?.contains("changed outside blueskyd") == true,
+                    "\(attacked ?? .null)")
+            #expect(intruder.connections == 0, "a restart after the seal was cleared sent nothing")
+            // Nor does the operator's reseal: the row's secrets say it had a seal.
+            let reseal = try await CommandResult.run(Binaries.path("blueskyd"), [
+                "store", "reseal", "--config", config, "--state-directory", directory.path + "/host0/state", "--all", "--json"])
+            #expect(reseal.status == 0, "\(reseal.stderr)")
+            let report = try #require(try? JSONValue.parse(Array(reseal.stdout.utf8)), "\(reseal.stdout)")
+            #expect(report["sealed"]?.intValue == 0, "\(report)")
+            let listed = report["accounts"]?.arrayValue?.first { $0["id"]?.stringValue == appID }
+            #expect(listed?["finding"] == "seal-removed" && listed?["pds"] == "https://pds.tb63.test", "\(report)")
+            try await expectRefused(third, [appAccount.did], [appID])
             #expect(intruder.connections == 0)
         }
     }
