@@ -8,14 +8,13 @@ import Testing
 /// A host's clean stop ends its liveness for good, whatever beat of its lands afterwards.
 @Suite("A stopped host stays stopped", .timeLimit(.minutes(2)))
 struct LateBeatTests {
-    @Test("a beat in flight when the host closed, landing after its stop, does not make it alive again (its leases pass at once)")
+    @Test("a beat in flight when the host closed, landing after its stop, does not make it alive again")
     func lateBeatAfterStop() async throws {
         let server = try await SharedTestDatabase.server
-        try await SharedTestDatabase.withTwoHosts(leaseDuration: 2) { a, b in
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 2) { a, _ in
             let record = Fixtures.record()
             try await a.insert(record, secrets: Fixtures.secrets())
-            let started = Date()
-            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
             // close()'s write, then the beat that was in flight on A's listening connection.
             let connection = try await PostgresConnections.dedicatedConnection(a.settings, id: 9, logger: a.logger)
             await a.forgetLiveness()
@@ -26,10 +25,6 @@ struct LateBeatTests {
                 AND alive_until > extract(epoch FROM clock_timestamp()) - 978307200
                 """, database: SharedTestDatabase.database)
             #expect(alive.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "A counts as alive: \(alive)")
-            // Its lease runs out, and B takes the account, told a refresh was left unfinished.
-            try await Task.sleep(for: .seconds(2.2))
-            try LivenessTests.beatNow(server, tenantOf: record.id)
-            #expect(try await b.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: started))
         }
     }
 }

@@ -23,13 +23,15 @@ struct LivenessTests {
         """)
     func liveHolderKeepsItsLease() async throws {
         let server = try await SharedTestDatabase.server
-        try await SharedTestDatabase.withTwoHosts(leaseDuration: 2) { a, b in
+        // A 6-s lease: beats every 1.5 s, a tenant away after 2.25 s of silence; room enough for
+        // a psql and a claim on two busy cores (with 2 s, 0.75 s was missed).
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 6) { a, b in
             let record = Fixtures.record()
             try await a.insert(record, secrets: Fixtures.secrets())
-            await a.observeChanges(keeping: { [record.id] }) { _ in }  // A beats every half second
+            await a.observeChanges(keeping: { [record.id] }) { _ in }  // A beats every 1.5 s
             let started = Date()
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(7))
             let held = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
             guard case .held(let holder, _) = held else { Issue.record("A lives: expected held, got \(held)"); return }
             #expect(holder == a.leaseOwner)
@@ -48,16 +50,16 @@ struct LivenessTests {
         """)
     func lostReleaseIsGivenBack() async throws {
         let server = try await SharedTestDatabase.server
-        try await SharedTestDatabase.withTwoHosts(leaseDuration: 2) { a, b in
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 6) { a, b in
             let (lost, kept) = (Fixtures.record(), Fixtures.record())
             try await a.insert(lost, secrets: Fixtures.secrets())
             try await a.insert(kept, secrets: Fixtures.secrets())
-            await a.observeChanges(keeping: { [kept.id] }) { _ in }  // A beats every half second
+            await a.observeChanges(keeping: { [kept.id] }) { _ in }  // A beats every 1.5 s
             let started = Date()
             // A's refreshes end, but neither outcome reaches the store.
             #expect(try await a.claimRefresh(id: lost.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
             #expect(try await a.claimRefresh(id: kept.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(7.5))
             // A beat of the tenant's just now (B's, in a daemon): a late beat of A's on two busy
             // cores must not read as the database having been away from every host.
             try Self.beatNow(server, tenantOf: lost.id)
@@ -87,8 +89,15 @@ struct LivenessTests {
                 """, database: SharedTestDatabase.database)
             let justBack = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
             guard case .held = justBack else { Issue.record("just back: expected held, got \(justBack)"); return }
-            // B's next beat finds the gap and moves the lease on by it: still A's for ~4 s.
-            try await Task.sleep(for: .seconds(1.5))
+            // B's next beat finds the gap and moves the lease on by it: still A's for ~4 s. Waited
+            // for as it lands (the clock's beat fresh again), not for a time a busy machine misses.
+            let beaten = try await eventually {
+                try server.psql("""
+                    SELECT count(*) FROM blueskyd_clock WHERE tenant = (SELECT tenant FROM account WHERE id = '\(id)')
+                    AND last_beat > extract(epoch FROM clock_timestamp()) - 978307200 - 5
+                    """, database: SharedTestDatabase.database).trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+            }
+            #expect(beaten, "B beat again")
             let moved = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
             guard case .held(let holder, let until) = moved else { Issue.record("moved on: expected held, got \(moved)"); return }
             #expect(holder == a.leaseOwner && until > Date())

@@ -201,3 +201,52 @@ struct BoundaryAttackTests {
         }
     }
 }
+
+@Suite("Rows changed without the key: no start seals them; store reseal shows them and refuses what was sealed before")
+struct SealedRowAttackTests {
+    @Test("SQLite: the seal migration's record deleted, its column dropped and the PDS changed: the restart seals nothing, the account needs a login, reseal refuses it (and refuses to run beside the daemon)")
+    func sqliteRowRewritten() async throws {
+        try await EndToEndFixture.with(names: ["alice"]) { fixture in
+            try await fixture.loginAll()
+            let alice = fixture.accounts[0]
+            let state = fixture.daemon.stateDirectory
+            func reseal(_ arguments: [String]) async throws -> CommandResult {
+                try await CommandResult.run(Binaries.path("blueskyd"), ["store", "reseal", "--state-directory", state] + arguments)
+            }
+            let busy = try await reseal(["--dry-run"])
+            #expect(busy.status == 75 && busy.stderr.contains("stop it first"), "\(busy.stderr)")
+            _ = await fixture.daemon.stop()
+            let clean = try await reseal([])
+            #expect(clean.status == 0 && clean.stdout.contains("Every account's seal holds"), "\(clean.stdout) \(clean.stderr)")
+
+            let database = state + "/accounts.sqlite"
+            let attack = try await CommandResult.run("/usr/bin/sqlite3", [database, """
+                ALTER TABLE account DROP COLUMN metadata_seal;
+                DELETE FROM grdb_migrations WHERE identifier = 'v7-metadata-seal';
+                UPDATE account SET pds = 'https://pds.attacker.test' WHERE did = '\(alice.did)';
+                """])
+            #expect(attack.status == 0, "\(attack.stderr)")
+            let listed = try await reseal(["--dry-run", "--json"])
+            #expect(listed.status == 0, "\(listed.stderr)")
+            let report = try #require(try? JSONValue.parse(Array(listed.stdout.utf8)), "\(listed.stdout)")
+            let row = try #require(report["accounts"]?.arrayValue?.first)
+            #expect(row["finding"] == "seal-removed" && row["pds"] == "https://pds.attacker.test", "\(report)")
+            let id = try #require(row["id"]?.stringValue)
+            let named = try await reseal(["--account", id])
+            #expect(named.status == 64 && named.stderr.contains("cannot be sealed"), "\(named.stderr)")
+
+            try await fixture.restartDaemon()
+            let accounts = try await fixture.listedAccounts()
+            let view = try #require(accounts.values.first { $0["did"]?.stringValue == alice.did })
+            #expect(view["state"] == "needs-login", "\(view)")
+            do {
+                _ = try await fixture.daemon.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": .string(alice.did),
+                                                                "params": ["actor": .string(alice.did)]])
+                Issue.record("a rewritten row made a call")
+            } catch let error as RPCError {
+                #expect(error.name == "NeedsLogin", "\(error)")
+            }
+            #expect(fixture.daemon.log.contains("record-altered"), "the start says so in the journal")
+        }
+    }
+}

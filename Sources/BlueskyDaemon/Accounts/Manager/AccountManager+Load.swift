@@ -28,6 +28,14 @@ extension AccountManager {
         if !load.didOfOAuthAccount.isEmpty {
             environment.oauth.importNonces(try await store.allDPoPNonces(), didOf: load.didOfOAuthAccount)
         }
+        if load.altered > 0 {
+            // No start seals a row (docs/SECURITY.md): a store from before seals, or rows
+            // rewritten without the key, wait for the operator.
+            logger.error("accounts whose record was changed outside blueskyd, or never sealed, send no token anywhere", metadata: [
+                "count": "\(load.altered)", "outcome": "record-altered",
+                "next": "blueskyd store reseal --dry-run lists them; a new login mends each",
+            ])
+        }
         let (count, interrupted) = (load.count, load.interrupted.count)
         load = LoadPass(environment: environment, now: now, marksAreOurs: false)
         // Loading decoded every row through short-lived allocations; hand the freed pages back
@@ -47,6 +55,8 @@ private struct LoadPass {
     let now: Date
     let marksAreOurs: Bool
     var count = 0
+    /// Rows whose seal did not hold.
+    var altered = 0
     var interrupted: [AccountRecord] = []
     var endingSoon: [AccountSession] = []
     var didOfOAuthAccount: [UUID: String] = [:]
@@ -67,6 +77,7 @@ private struct LoadPass {
                                      interrupted: interruptedHere)
         registry.insert(session, record: record)
         count += 1
+        if record.isAltered { altered += 1 }
         if interruptedHere { interrupted.append(record) }
         if record.authKind == .oauth { didOfOAuthAccount[record.id] = record.did }
         if record.state != .needsLogin, record.sessionEndsSoon(now: now) { endingSoon.append(session) }
