@@ -83,14 +83,18 @@ extension DaemonConfiguration {
 
 /// The body of `blueskyd`: resolve the configuration, start logging, run until stopped.
 public enum DaemonMain {
-    public static func run(_ overrides: DaemonOverrides) async -> Int32 {
-        let configuration: DaemonConfiguration
+    /// The configuration, or nil once its error is said on standard error as `command`'s.
+    static func configuration(_ overrides: DaemonOverrides, command: String) -> DaemonConfiguration? {
         do {
-            configuration = try DaemonConfiguration.resolve(overrides)
+            return try DaemonConfiguration.resolve(overrides)
         } catch {
-            FileHandle.standardError.write(Data("blueskyd: configuration error: \(error)\n".utf8))
-            return DaemonExitCode.configuration.rawValue
+            FileHandle.standardError.write(Data("\(command): configuration error: \(error)\n".utf8))
+            return nil
         }
+    }
+
+    public static func run(_ overrides: DaemonOverrides) async -> Int32 {
+        guard let configuration = configuration(overrides, command: "blueskyd") else { return DaemonExitCode.configuration.rawValue }
         let level = LogLevelControl(configuration.logLevel)
         LogSetup.bootstrap(target: configuration.logTarget, level: level, identifier: "blueskyd")
         let logger = Logger(label: "blueskyd")

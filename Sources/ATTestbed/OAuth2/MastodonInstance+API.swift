@@ -27,15 +27,7 @@ extension MastodonInstance {
     /// `POST /api/v1/statuses` (`status`, form or JSON): needs the `write` scope, as Mastodon does.
     func postStatus(_ request: TestbedRequest) throws(OAuthFailure) -> TestbedResponse {
         let fields = try OAuth2Forms.fields(request).compactMapValues(\.first)
-        let now = context.clock.now()
-        let token = OAuth2Forms.bearer(request) ?? ""
-        return store.records.withLock { records in
-            guard case .success(let grant) = records.grants.authenticate(token, now: now) else {
-                return Self.unauthorized("The access token is invalid")
-            }
-            guard grant.scope.split(separator: " ").contains(where: { $0 == "write" || $0 == "write:statuses" }) else {
-                return .json(["error": "This action is outside the authorized scopes"], status: .forbidden)
-            }
+        return writing(request) { records, grant in
             guard let text = fields["status"], !text.isEmpty else {
                 return .json(["error": "Validation failed: Text can't be blank"], status: .unprocessableEntity)
             }
@@ -46,8 +38,21 @@ extension MastodonInstance {
     }
 
     /// `DELETE /api/v1/statuses/:id` (or a POST that says `_method=DELETE`): needs `write`.
-    func deleteStatus(_ request: TestbedRequest) throws(OAuthFailure) -> TestbedResponse {
+    func deleteStatus(_ request: TestbedRequest) -> TestbedResponse {
         let id = String(request.path.dropFirst("/api/v1/statuses/".count))
+        return writing(request) { records, _ in
+            guard let index = Int(id), (1...records.statuses.count).contains(index), !records.deletedStatuses.contains(id) else {
+                return .json(["error": "Record not found"], status: .notFound)
+            }
+            records.deletedStatuses.insert(id)
+            return .json(["id": .string(id), "text": .string(records.statuses[index - 1].text)])
+        }
+    }
+
+    /// `body` with the instance's records, for a request whose bearer token is live and holds
+    /// the `write` scope (Mastodon's 401 and 403 otherwise).
+    private func writing(_ request: TestbedRequest,
+                         _ body: (inout MastodonState.Records, OAuth2GrantBook.Grant) -> TestbedResponse) -> TestbedResponse {
         let now = context.clock.now()
         let token = OAuth2Forms.bearer(request) ?? ""
         return store.records.withLock { records in
@@ -57,11 +62,7 @@ extension MastodonInstance {
             guard grant.scope.split(separator: " ").contains(where: { $0 == "write" || $0 == "write:statuses" }) else {
                 return .json(["error": "This action is outside the authorized scopes"], status: .forbidden)
             }
-            guard let index = Int(id), (1...records.statuses.count).contains(index), !records.deletedStatuses.contains(id) else {
-                return .json(["error": "Record not found"], status: .notFound)
-            }
-            records.deletedStatuses.insert(id)
-            return .json(["id": .string(id), "text": .string(records.statuses[index - 1].text)])
+            return body(&records, grant)
         }
     }
 

@@ -32,7 +32,7 @@ struct MastodonInstance: Sendable {
             case .verifyCredentials: verifyCredentials(request)
             case .postStatus: try postStatus(request)
             case .postMedia: postMedia(request)
-            case .deleteStatus: try deleteStatus(request)
+            case .deleteStatus: deleteStatus(request)
             }
         }
     }
@@ -42,7 +42,10 @@ struct MastodonInstance: Sendable {
     /// granting POST alone must never let through.
     static func effectiveMethod(_ request: TestbedRequest) -> HTTPMethod {
         guard request.method == .POST else { return request.method }
-        let fields = (try? OAuth2Forms.fields(request)) ?? [:]
+        // Only bodies Rails reads into parameters: forms and JSON, by their content type.
+        let type = request.headers.first(name: "content-type")?.lowercased() ?? ""
+        let readsBody = type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("application/json")
+        let fields = readsBody ? (try? OAuth2Forms.fields(request)) ?? [:] : [:]
         let named = request.query.first { $0.key.lowercased() == "_method" }?.value
             ?? fields.first { $0.key.lowercased() == "_method" }?.value.first
             ?? request.headers.first(name: "x-http-method-override")

@@ -25,11 +25,7 @@ public struct StoreReseal: Sendable {
 
     /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        let configuration: DaemonConfiguration
-        do {
-            configuration = try DaemonConfiguration.resolve(overrides)
-        } catch {
-            FileHandle.standardError.write(Data("blueskyd store reseal: configuration error: \(error)\n".utf8))
+        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store reseal") else {
             return DaemonExitCode.configuration.rawValue
         }
         var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
