@@ -7,7 +7,7 @@
 SWIFT      ?= swift
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := libsqlite3-dev libsystemd-dev systemd dnsmasq-base socat util-linux iproute2 netcat-openbsd \
-	mandoc man-db python3-pip sqlite3 postgresql
+	mandoc man-db python3-pip sqlite3 postgresql bubblewrap
 DEBUG_BIN  = $(shell $(SWIFT) build --show-bin-path)
 RELEASE_BIN = $(shell $(SWIFT) build -c release --show-bin-path)
 # Release builds link the Swift runtime and Foundation statically: an idle daemon then maps
