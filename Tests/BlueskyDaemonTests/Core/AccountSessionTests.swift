@@ -1,6 +1,7 @@
 @_spi(Testing) import AccountStoreCore
 import Foundation
 import JSONRPC
+import BlueskyTesting
 import Synchronization
 import Testing
 @testable import BlueskyDaemon
@@ -112,6 +113,33 @@ struct AccountSessionTests {
         #expect(try await fixture.store.secrets(for: session.id) == rotated)
         #expect(fixture.pds.refreshRequests == 1 && fixture.pds.replays == 0, "saved, not refreshed again")
         #expect(await session.record == (try await fixture.stored(session)))
+    }
+
+    @Test("a logout during a refresh waits for it and revokes the token it rotated: no token of the account is left live at the server")
+    func logoutDuringRefresh() async throws {
+        let fixture = try CoreFixture()
+        let session = try await fixture.addAccount(expiresIn: -10)
+        let (answered, release) = (Latch(), Latch())
+        fixture.pds.holdRefreshes {
+            answered.open()
+            await release.wait()
+        }
+        let refreshing = Task { try await session.refresh() }
+        await answered.wait()  // the server rotated; its answer is on its way
+        let removing = Task { try await fixture.manager.remove(session.id.uuidString) }
+        // The logout has begun: it is waiting for the refresh, or (as it once did) has revoked
+        // the token being replaced.
+        #expect(await eventually { await session.isEnding || fixture.pds.deleteRequests > 0 })
+        fixture.pds.holdRefreshes(nil)
+        release.open()
+        let (_, ended) = try await removing.value
+        _ = try? await refreshing.value
+        #expect(ended)
+        #expect(fixture.pds.liveRefreshTokens(did: "did:plc:alice") == 0, "the rotated token was revoked too")
+        #expect(try await fixture.store.account(id: session.id) == nil)
+        // Nothing refreshes an account that is gone.
+        await #expect(throws: DaemonError.self) { try await session.refresh(force: true) }
+        #expect(fixture.pds.refreshRequests == 1)
     }
 
     @Test("a login during a refresh wins: the refresh's answer is dropped, the new session stays")

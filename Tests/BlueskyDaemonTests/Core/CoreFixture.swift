@@ -92,6 +92,7 @@ final class ScriptedPDS: HTTPFetching, Sendable {
         var replays = 0
         var gate: (@Sendable () async -> Void)?
         var failures: [InboundResponse] = []
+        var deleteRequests = 0
     }
 
     private let state = Mutex(State())
@@ -99,6 +100,10 @@ final class ScriptedPDS: HTTPFetching, Sendable {
     var refreshRequests: Int { state.withLock { $0.refreshRequests } }
     /// Spent refresh tokens presented again.
     var replays: Int { state.withLock { $0.replays } }
+    /// `deleteSession` requests received.
+    var deleteRequests: Int { state.withLock { $0.deleteRequests } }
+    /// Refresh tokens of `did` the server still honours.
+    func liveRefreshTokens(did: String) -> Int { state.withLock { $0.live.values.filter { $0 == did }.count } }
 
     /// New tokens for `did`: an access JWT expiring in `expiresIn`, a refresh token.
     func issue(did: String, expiresIn: TimeInterval) -> AccountSecrets {
@@ -120,6 +125,15 @@ final class ScriptedPDS: HTTPFetching, Sendable {
 
     func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
         let path = request.url.path
+        if path == "/xrpc/com.atproto.server.deleteSession" {
+            // As the reference PDS: the refresh token presented is revoked, no other.
+            let bearer = request.headers.first { $0.0.lowercased() == "authorization" }?.1 ?? ""
+            state.withLock { state in
+                state.deleteRequests += 1
+                state.live[String(bearer.dropFirst("Bearer ".count))] = nil
+            }
+            return InboundResponse(status: 200, headers: [], body: [])
+        }
         guard path == "/xrpc/com.atproto.server.refreshSession" else {
             return InboundResponse(status: 400, headers: [("Content-Type", "application/json")],
                                    body: Array(#"{"error":"RecordNotFound","message":"no such record"}"#.utf8))
