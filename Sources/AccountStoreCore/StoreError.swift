@@ -46,6 +46,16 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What an account whose row was rewritten outside blueskyd shows as its state's reason.
     public static let recordAlteredReason = "the account's record was changed outside blueskyd; log in again"
 
+    /// Whether a write that failed so may have been committed all the same: the database was
+    /// lost, or did not answer in time, after the statement (or COMMIT) was sent.
+    public var outcomeMayBeUnknown: Bool {
+        switch self {
+        case .unreachable: true
+        case .database(_, let reason): !reason.contains("another host registered")
+        default: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .unknownAccount(let id):

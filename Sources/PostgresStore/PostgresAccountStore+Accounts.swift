@@ -14,7 +14,13 @@ extension PostgresAccountStore {
         let chunks = rows.contains { $0.0.isDefault } ? rows.map { [$0] } : stride(from: 0, to: rows.count, by: Self.insertChunk)
             .map { Array(rows[$0..<min($0 + Self.insertChunk, rows.count)]) }
         let statements = chunks.map { (chunk: $0, query: notifying(insertStatement($0))) }
-        try await write("inserting accounts") { [self] session in
+        try await insertRows(statements)
+    }
+
+    private func insertRows(_ statements: [(chunk: [(AccountRecord, Data)], query: PostgresQuery)]) async throws(StoreError) {
+        // A caller told an insert failed when it had been committed would meet AccountExists at
+        // every try (until a restart): its outcome is settled before it answers.
+        try await writeSettlingCommit("inserting accounts") { [self] session in
             for (chunk, query) in statements {
                 if let record = chunk.first?.0, chunk.count == 1, record.isDefault {
                     try await clearDefault(session, except: record.id, at: record.updatedAt)
