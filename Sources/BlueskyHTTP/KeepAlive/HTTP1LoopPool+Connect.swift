@@ -13,7 +13,7 @@ extension HTTP1LoopPool {
         let tls = self.tls
         return ClientBootstrap(group: loop)
             .connectTimeout(limits.connectTimeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
