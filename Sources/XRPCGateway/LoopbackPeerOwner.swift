@@ -29,11 +29,15 @@ enum LoopbackPeerOwner {
         socket(in: table, local: local, remote: remote)?.uid
     }
 
+    /// A row without an inode is a socket no process holds any more (its client closed it; the
+    /// kernel finishes the close alone and shows uid 0 for it): its owner cannot be read, and
+    /// nil says so, whatever uid the row shows.
     static func socket(in table: String, local: String, remote: String) -> LoopbackClientSocket? {
         for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count > 9, fields[1] == local, fields[2] == remote, let uid = UInt32(fields[7]) else { continue }
-            return LoopbackClientSocket(uid: uid, inode: UInt64(fields[9]) ?? 0)
+            guard let inode = UInt64(fields[9]), inode != 0 else { return nil }
+            return LoopbackClientSocket(uid: uid, inode: inode)
         }
         return nil
     }

@@ -187,6 +187,32 @@ struct BoundaryAttackTests {
         }
     }
 
+    @Test("over TCP, another user's writes whose connections close at once (their sockets then held by no process, shown as uid 0) are refused, not taken for root's")
+    func orphanedConnectionsOfAnotherUser() async throws {
+        try #require(getuid() == 0, "the daemon must run as root for an orphaned socket's uid 0 to look like its user's")
+        try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
+            try await fixture.loginAll()
+            let alice = fixture.accounts[0]
+            let address = try #require(try await fixture.daemon.call("daemon.info")["gatewayListen"]?.stringValue)
+            let port = try #require(address.split(separator: ":").last.map(String.init))
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("orphaned_write.py").path
+            let run = try await CommandResult.run("/usr/bin/setpriv", [
+                "--reuid=65534", "--regid=65534", "--clear-groups", "--", "/usr/bin/python3", script, port, alice.did, "60"])
+            #expect(run.status == 0, "\(run.stderr)")
+            // Each request ends refused (counted) or made (a record): waited for until all 60 have.
+            let posts = { fixture.testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post") }
+            var refused = 0.0
+            let settled = await eventually(timeout: .seconds(60)) {
+                let scraped = (try? await MetricsTests.scrape(fixture)) ?? [:]
+                refused = (scraped["blueskyd_gateway_refusals_total{reason=unknown-peer}"] ?? 0)
+                    + (scraped["blueskyd_gateway_refusals_total{reason=other-user}"] ?? 0)
+                return Int(refused) + posts() >= 60
+            }
+            #expect(settled, "every request was refused or made (\(refused) refused, \(posts()) made)")
+            #expect(posts() == 0, "no write of another user was made (\(refused) refused)")
+        }
+    }
+
     @Test("over TCP, Host: blueskyd (a name a search domain or rebinding can give a web page) is refused")
     func singleLabelHostOverTCP() async throws {
         try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in

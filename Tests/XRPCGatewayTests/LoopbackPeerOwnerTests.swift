@@ -28,6 +28,10 @@ import Testing
         // our side of the connection.
         #expect(LoopbackPeerOwner.uid(in: table, local: "0100007F:C822", remote: "0100007F:256F") == 1001)
         #expect(LoopbackPeerOwner.uid(in: table, local: "0100007F:C823", remote: "0100007F:256F") == nil)
+        // A client that connected, wrote and closed at once: its row stays while the kernel
+        // finishes the close, held by no process, showing uid 0. Not the root user's.
+        let orphaned = table + "   3: 0100007F:C824 0100007F:256F 04 00000000:00000000 01:00000014 00000000     0        0 0 1 0000000000000000 20 4 30 10 -1\n"
+        #expect(LoopbackPeerOwner.uid(in: orphaned, local: "0100007F:C824", remote: "0100007F:256F") == nil)
     }
 
     @Test func aRealConnectionOnThisMachineIsFound() async throws {
