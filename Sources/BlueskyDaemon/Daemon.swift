@@ -141,7 +141,8 @@ public struct Daemon: Sendable {
             info: DaemonInfo(socketPath: listener.path, gatewaySocketPath: gatewayListener?.path,
                              loopbackGateway: loopbackGateway, metricsSocketPath: configuration.metricsSocketPath,
                              loopbackMetrics: metricsServers.first { if case .loopback = $0.listener { true } else { false } },
-                             stateDirectory: stateDirectory.url.path, startedAt: Date()),
+                             stateDirectory: stateDirectory.url.path, startedAt: Date(),
+                             clientSocketPaths: configuration.clients.flatMap { [$0.socket, $0.gatewaySocket].compactMap { $0 } }),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger, tokens: tokens,
             execSockets: execSockets)
         let clientServers = try clientServers(methods: methods, routes: routes, gatewayConfiguration: gatewayConfiguration)

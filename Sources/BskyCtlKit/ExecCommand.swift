@@ -14,9 +14,11 @@ struct ExecCommand: ParsableCommand {
             BLUESKYD_XRPC_SOCKET, a socket of its own that blueskyd makes for it and removes when it \
             exits, where its policy holds with or without the token), and BLUESKYD_GATEWAY_TOKEN for \
             `Authorization: Bearer`. It is never told the main sockets or the token file; without \
-            --sandbox a program of the same user can still find them, with --sandbox (bubblewrap) it \
-            cannot: the sockets' directories, $XDG_RUNTIME_DIR, the state and configuration \
-            directories are hidden, and it runs without network and in its own process namespace. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
+            --sandbox a program of the same user can still find them (and anything else the user \
+            can reach). With --sandbox (bubblewrap) it sees only the system read-only (/usr, /etc, \
+            /opt), its working directory read-only, what --readable and --writable name, a private \
+            /tmp and its own socket: no home, no other socket, no network, its own process \
+            namespace. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
             for an OAuth 2.0 server's account (<gateway>/t/<token>/http/<account>: a Mastodon SDK's \
             API base URL). The token is random bytes, never a JWT; it is held to --policy and \
             --account and revoked when the program exits (or bskyctl is killed). bskyctl exits with \
@@ -33,14 +35,21 @@ struct ExecCommand: ParsableCommand {
         "What the program may do, in atproto's permission syntax (space-separated), e.g. \"read blob:image/* repo:app.bsky.feed.post?action=create\". (default: everything the account's session allows)",
         valueName: "permissions"))
     var policy: String?
-    @Flag(name: .long, help: "Run the program under bubblewrap (bwrap): only its own socket is left it; no main socket, token file, state, configuration or network.")
+    @Flag(name: .long, help: "Run the program under bubblewrap (bwrap): the system read-only, its working directory read-only, a private /tmp, its own socket; no other socket, no home, no network.")
     var sandbox = false
+    @Option(name: .long, help: ArgumentHelp("With --sandbox: a directory (or file) the program may write; repeatable.", valueName: "path"))
+    var writable: [String] = []
+    @Option(name: .long, help: ArgumentHelp("With --sandbox: a directory (or file) the program may read; repeatable.", valueName: "path"))
+    var readable: [String] = []
     @Argument(parsing: .captureForPassthrough, help: ArgumentHelp("The program and its arguments (after --).", valueName: "program"))
     var command: [String] = []
 
     func validate() throws {
         let program = command.first == "--" ? Array(command.dropFirst()) : command
         guard !program.isEmpty else { throw ValidationError("name the program to run: bskyctl exec [options] -- program [args...]") }
+        if !sandbox, !(writable.isEmpty && readable.isEmpty) {
+            throw ValidationError("--writable and --readable shape the sandbox: give --sandbox too")
+        }
         // An option bskyctl does not know, before `--`, is a mistake, not a program's name.
         if command.first != "--", let first = command.first, first.hasPrefix("-") {
             throw ValidationError("unknown option '\(first)' for exec (the program goes after --: bskyctl exec [options] -- program [args...])")
@@ -82,7 +91,8 @@ struct ExecCommand: ParsableCommand {
                 throw CtlFailure.requestFailed("this blueskyd makes no socket of the program's own, which --sandbox needs: update it")
             }
             let hidden = (issued["hidden"]?.arrayValue ?? []).compactMap(\.stringValue)
-            launched = try Sandbox.arguments(program, socket: socket, hidden: hidden, environment: environment)
+            launched = try Sandbox.arguments(program, socket: socket, hidden: hidden,
+                                             paths: Sandbox.Paths(writable: writable, readable: readable), environment: environment)
         }
         let status = try Self.runToEnd(launched, environment: environment)
         // The connection's end revokes the token too; saying so first makes it immediate.

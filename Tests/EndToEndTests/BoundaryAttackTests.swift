@@ -137,9 +137,25 @@ struct BoundaryAttackTests {
         }
     }
 
-    @Test("bskyctl exec: an unknown option is a usage error; the program gets a socket of its own where its policy holds without the token; with --sandbox it sees no main socket, token file, store key or network")
+    @Test("""
+        bskyctl exec: an unknown option is a usage error; the program gets a socket of its own where its policy holds \
+        without the token; with --sandbox it sees no main or client socket, token file, store key, home, /tmp socket \
+        (a tmux server's) or network, and cannot unmount its way out
+        """)
     func execBoundary() async throws {
-        try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
+        let outside = try TemporaryDirectory("blueskyd-outside")
+        defer { outside.remove() }
+        // What a user's session leaves around: a tmux server's socket in /tmp (a plain file
+        // stands for it: seeing it is the hole), a [[client]] socket outside the main sockets'.
+        FileManager.default.createFile(atPath: outside.file("tmux-default"), contents: Data())
+        let clientConfig = """
+            [[client]]
+            name = "poster"
+            gateway_socket = "\(outside.file("poster-xrpc.sock"))"
+            policy = "repo:app.bsky.feed.post?action=create"
+            """
+        try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"],
+                                       daemonConfigFile: { _ in clientConfig }) { fixture in
             try await fixture.loginAll()
             let (alice, testbed) = (fixture.accounts[0], fixture.testbed)
             func exec(_ arguments: [String]) async throws -> CommandResult {
@@ -161,6 +177,11 @@ struct BoundaryAttackTests {
                 [ -e '\(fixture.daemon.socketPath)' ] && echo main-socket-visible
                 [ -r '\(tokenFile)' ] && echo token-file-readable
                 [ -r '\(fixture.daemon.stateDirectory)/store.key' ] && echo store-key-readable
+                [ -e '\(outside.file("tmux-default"))' ] && echo tmp-socket-visible
+                [ -e '\(outside.file("poster-xrpc.sock"))' ] && echo client-socket-visible
+                touch "$HOME/.blueskyd-sandbox-probe" 2>/dev/null && echo home-writable
+                umount -l '\(socketDirectory)' 2>/dev/null; umount -l /tmp 2>/dev/null
+                [ -e '\(fixture.daemon.gatewaySocketPath)' ] && echo main-gateway-visible-after-umount
                 curl -s -o /dev/null -w 'tcp=%{http_code}\\n' --max-time 5 http://\(address)/xrpc/com.atproto.server.getSession
                 curl -s -o /dev/null -w 'own-read=%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" \
                   http://localhost/xrpc/com.atproto.server.getSession
@@ -178,7 +199,10 @@ struct BoundaryAttackTests {
 
             let boxed = try await exec(["--sandbox", "--policy", "read", "--", "/bin/sh", "-c", script])
             #expect(boxed.status == 0, "\(boxed.stderr)")
-            for leak in ["main-gateway-visible", "main-socket-visible", "token-file-readable", "store-key-readable"] {
+            try? FileManager.default.removeItem(atPath: NSHomeDirectory() + "/.blueskyd-sandbox-probe")
+            #expect(plain.stdout.contains("client-socket-visible"), "without --sandbox the program sees what the user sees")
+            for leak in ["main-gateway-visible", "main-socket-visible", "token-file-readable", "store-key-readable", "tmp-socket-visible",
+                         "client-socket-visible", "home-writable", "main-gateway-visible-after-umount"] {
                 #expect(!boxed.stdout.contains(leak), "\(leak): \(boxed.stdout)")
             }
             #expect(boxed.stdout.contains("tcp=000"), "no network: \(boxed.stdout)")

@@ -46,7 +46,7 @@ extension DaemonMethods {
             ])
             // What `bskyctl exec --sandbox` hides from the program: every directory holding a
             // main socket, the token file, the store or its key.
-            let hidden = Set([info.socketPath, info.gatewaySocketPath, info.metricsSocketPath].compactMap { $0 }.map {
+            let hidden = Set(([info.socketPath, info.gatewaySocketPath, info.metricsSocketPath].compactMap { $0 } + info.clientSocketPaths).map {
                 ($0 as NSString).deletingLastPathComponent
             } + [info.stateDirectory]).sorted()
             return [

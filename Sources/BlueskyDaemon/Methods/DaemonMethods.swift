@@ -171,6 +171,8 @@ struct DaemonInfo: Sendable {
     var loopbackMetrics: GatewayServer? = nil
     let stateDirectory: String
     let startedAt: Date
+    /// The `[[client]]` sockets (what a sandbox hides beside the main ones).
+    var clientSocketPaths: [String] = []
 
     var json: JSONValue {
         [
