@@ -135,8 +135,11 @@ public struct StoreReseal: Sendable {
         var lines = ["\(found.count) account(s) whose seal does not hold (check where each sends its tokens):"]
         for row in found {
             let record = row.record
-            var line = "  \(record.id.uuidString.lowercased())  \(record.did)  \(record.handle ?? "-")  pds=\(record.pds)"
-            if let oauth = record.oauth { line += "  issuer=\(oauth.issuer) token=\(oauth.tokenEndpoint)" }
+            // Shown as stored, but never as the terminal would take it: a row's values are the
+            // intruder's to write (a carriage return and an erase could show another PDS).
+            var line = "  \(record.id.uuidString.lowercased())  \(Self.visible(record.did))  \(Self.visible(record.handle ?? "-"))"
+                + "  pds=\(Self.visible(record.pds))"
+            if let oauth = record.oauth { line += "  issuer=\(Self.visible(oauth.issuer)) token=\(Self.visible(oauth.tokenEndpoint))" }
             lines.append(line)
             lines.append("      \(sealed.contains(record.id) ? "sealed now" : row.explanation)")
         }
@@ -150,6 +153,20 @@ public struct StoreReseal: Sendable {
             lines.append("Sealed \(sealed.count) account(s).")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// `text` with every control character and every non-ASCII one written as an escape
+    /// (`\u{1B}`), so that what the operator reads is what the row holds.
+    static func visible(_ text: String) -> String {
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value >= 0x20, scalar.value < 0x7F, scalar != "\\" {
+                shown.unicodeScalars.append(scalar)
+            } else {
+                shown += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            }
+        }
+        return shown
     }
 
     static func json(_ found: [UnsealedAccount], sealed: [UUID], dryRun: Bool) -> String {
