@@ -18,7 +18,8 @@ struct ExecCommand: ParsableCommand {
             can reach). With --sandbox (bubblewrap) it sees only the system read-only (/usr, /etc, \
             /opt), its working directory read-only, what --readable and --writable name, a private \
             /tmp and its own socket: no home, no other socket, no network, its own process \
-            namespace. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
+            namespace; its ATPROTO_PDS_URL is then http://127.0.0.1:9583/t/<token> on the \
+            sandbox's own loopback, carried to its socket by socat. With one --account, BLUESKYD_HTTP_URL is that account's base URL \
             for an OAuth 2.0 server's account (<gateway>/t/<token>/http/<account>: a Mastodon SDK's \
             API base URL). The token is random bytes, never a JWT; it is held to --policy and \
             --account and revoked when the program exits (or bskyctl is killed). bskyctl exits with \
@@ -66,7 +67,10 @@ struct ExecCommand: ParsableCommand {
         guard let token = issued["token"]?.stringValue else { throw CtlFailure.requestFailed("blueskyd issued no token") }
         // The program's own socket; a daemon too old to make one leaves the main socket.
         let socket = issued["execSocket"]?.stringValue ?? issued["gatewaySocket"]?.stringValue
-        let url = sandbox ? nil : issued["gatewayURL"]?.stringValue
+        // In the sandbox, whose network is its own, a forwarder on its loopback carries TCP to
+        // the program's socket: any SDK takes the gateway's URL.
+        let url = sandbox ? (Sandbox.bridge(environment: ProcessInfo.processInfo.environment) != nil ? Sandbox.bridgeURL : nil)
+            : issued["gatewayURL"]?.stringValue
         guard socket != nil || url != nil else {
             throw CtlFailure.requestFailed("blueskyd serves no XRPC gateway (gateway_socket = \"\" and no gateway_listen)")
         }

@@ -11,6 +11,8 @@ import Foundation
 /// sockets), its own PID, IPC and UTS namespaces (no `/proc/<daemon>`, no ptrace), a new
 /// session (no TIOCSTI into the terminal), and, run as root, no capabilities (no umount).
 /// Directories blueskyd names (its sockets, token file and state) are hidden even inside those.
+/// With socat installed, the sandbox's own loopback carries the gateway (127.0.0.1:9583) to the
+/// program's socket, so that a program needs only `ATPROTO_PDS_URL`.
 enum Sandbox {
     struct Paths {
         var writable: [String] = []
@@ -59,7 +61,29 @@ enum Sandbox {
         let own = (socket as NSString).deletingLastPathComponent
         arguments += ["--bind", own, own, "--chdir", workingDirectory, "--unshare-all", "--die-with-parent", "--new-session"]
         if geteuid() == 0 { arguments += ["--cap-drop", "ALL"] }
-        return arguments + ["--"] + program
+        guard let socat = bridge(environment: environment) else { return arguments + ["--"] + program }
+        // socat forwards the sandbox's own 127.0.0.1:9583 to the program's socket; the program
+        // starts once it listens (a bounded wait), and both end with the sandbox.
+        let launcher = """
+            \(socat) TCP-LISTEN:\(bridgePort),bind=127.0.0.1,reuseaddr,fork UNIX-CONNECT:"$0" 2>/dev/null &
+            i=0
+            until \(socat) -u OPEN:/dev/null TCP:127.0.0.1:\(bridgePort) 2>/dev/null; do
+              i=$((i + 1)); [ "$i" -ge 250 ] && { echo "bskyctl exec --sandbox: the gateway's forwarder did not start" >&2; exit 70; }
+              sleep 0.02
+            done
+            exec "$@"
+            """
+        return arguments + ["--", "/bin/sh", "-c", launcher, socket] + program
+    }
+
+    /// Where the forwarder listens inside the sandbox (a network of its own: no other user).
+    static let bridgePort = 9583
+    static var bridgeURL: String { "http://127.0.0.1:\(bridgePort)" }
+
+    /// socat, which carries the sandbox's TCP to the program's socket; nil without it (the
+    /// program then speaks HTTP over the Unix socket only).
+    static func bridge(environment: [String: String]) -> String? {
+        executable("socat", path: environment["PATH"])
     }
 
     static func absolute(_ path: String) -> String {

@@ -187,6 +187,11 @@ struct BoundaryAttackTests {
                   http://localhost/xrpc/com.atproto.server.getSession
                 curl -s -o /dev/null -w 'own-write=%{http_code}\\n' --unix-socket "$BLUESKYD_XRPC_SOCKET" \
                   -H 'Content-Type: application/json' --data '\(record)' http://localhost/xrpc/com.atproto.repo.createRecord
+                case "$ATPROTO_PDS_URL" in http://127.0.0.1:9583/*)
+                  curl -s -o /dev/null -w 'bridge-read=%{http_code}\\n' "$ATPROTO_PDS_URL/xrpc/com.atproto.server.getSession"
+                  curl -s -o /dev/null -w 'bridge-write=%{http_code}\\n' -H 'Content-Type: application/json' --data '\(record)' \
+                    "$ATPROTO_PDS_URL/xrpc/com.atproto.repo.createRecord";;
+                esac
                 true
                 """
             let before = testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post")
@@ -206,6 +211,8 @@ struct BoundaryAttackTests {
                 #expect(!boxed.stdout.contains(leak), "\(leak): \(boxed.stdout)")
             }
             #expect(boxed.stdout.contains("tcp=000"), "no network: \(boxed.stdout)")
+            #expect(boxed.stdout.contains("bridge-read=200") && boxed.stdout.contains("bridge-write=403"),
+                    "the sandbox's own loopback carries the gateway's URL to its socket, under its policy: \(boxed.stdout)")
             #expect(boxed.stdout.contains("own-read=200") && boxed.stdout.contains("own-write=403"), "\(boxed.stdout)")
             #expect(testbed.recordCount(did: alice.did, collection: "app.bsky.feed.post") == before, "nothing was written")
         }

@@ -186,7 +186,7 @@ struct ClientPolicyTests {
         }
     }
 
-    @Test("the Python atproto SDK under bskyctl exec, pointed at the gateway by the environment alone (loopback TCP): within its policy it reads, posts, uploads an image and deletes")
+    @Test("the Python atproto SDK under bskyctl exec, pointed at the gateway by the environment alone (loopback TCP, and in the sandbox): within its policy it reads, posts, uploads an image and deletes")
     func sdkUnderExec() async throws {
         try await EndToEndFixture.with(names: ["alice"], daemonArguments: ["--gateway-listen", "127.0.0.1:0"]) { fixture in
             try await fixture.loginAll()
@@ -203,6 +203,21 @@ struct ClientPolicyTests {
             #expect(result["did"]?.stringValue == alice.did)
             #expect(result["blobSize"]?.intValue == 200_000)
             #expect(result["deleted"] == true)
+            // The same SDK, unmodified, in the sandbox: it reaches the gateway by the URL in its
+            // environment, the sandbox's own loopback carried to its socket. The Python it runs on
+            // may live in a home directory (pyenv): shown to it, read-only, with --readable.
+            let python = try await CommandResult.run("/usr/bin/env", ["python3", "-c", "import sys; print(sys.executable); print(sys.prefix)"])
+            let (interpreter, prefix) = try #require({ () -> (String, String)? in
+                let lines = python.stdout.split(separator: "\n").map(String.init)
+                return lines.count >= 2 ? (lines[0], lines[1]) : nil
+            }(), "\(python.stdout) \(python.stderr)")
+            let boxed = try await CommandResult.run(Binaries.path("bskyctl"), [
+                "--socket", fixture.daemon.socketPath, "exec", "--sandbox", "--readable", prefix, "--account", alice.handle,
+                "--policy", "read repo:app.bsky.feed.post blob:*/*", "--",
+                interpreter, GatewaySDKTests.script, "--from-env", "--blob-bytes", "1000",
+            ])
+            #expect(boxed.status == 0, "\(boxed.stderr)")
+            #expect(boxed.json?["did"]?.stringValue == alice.did && boxed.json?["deleted"] == true, "\(boxed.stdout)")
             // A like is outside the policy: the SDK gets 403 PolicyDenied as an XRPC error.
             let like = try await CommandResult.run(Binaries.path("bskyctl"), [
                 "--socket", fixture.daemon.socketPath, "exec", "--policy", "read", "--", "/bin/sh", "-c",
