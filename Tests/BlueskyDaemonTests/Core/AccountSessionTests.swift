@@ -1,7 +1,7 @@
 @_spi(Testing) import AccountStoreCore
+import BlueskyTesting
 import Foundation
 import JSONRPC
-import BlueskyTesting
 import Synchronization
 import Testing
 @testable import BlueskyDaemon
@@ -115,8 +115,11 @@ struct AccountSessionTests {
         #expect(await session.record == (try await fixture.stored(session)))
     }
 
-    @Test("a logout during a refresh waits for it and revokes the token it rotated: no token of the account is left live at the server")
-    func logoutDuringRefresh() async throws {
+    /// An account whose refresh is out: the server has rotated its token and holds the answer
+    /// until `release` opens.
+    static func refreshHeldAfterRotation() async throws
+        -> (CoreFixture, AccountSession, Task<AccountSecrets, any Error>, Latch)
+    {
         let fixture = try CoreFixture()
         let session = try await fixture.addAccount(expiresIn: -10)
         let (answered, release) = (Latch(), Latch())
@@ -125,7 +128,13 @@ struct AccountSessionTests {
             await release.wait()
         }
         let refreshing = Task { try await session.refresh() }
-        await answered.wait()  // the server rotated; its answer is on its way
+        await answered.wait()
+        return (fixture, session, refreshing, release)
+    }
+
+    @Test("a logout during a refresh waits for it and revokes the token it rotated: no token of the account is left live at the server")
+    func logoutDuringRefresh() async throws {
+        let (fixture, session, refreshing, release) = try await Self.refreshHeldAfterRotation()
         let removing = Task { try await fixture.manager.remove(session.id.uuidString) }
         // The logout has begun: it is waiting for the refresh, or (as it once did) has revoked
         // the token being replaced.
@@ -144,15 +153,7 @@ struct AccountSessionTests {
 
     @Test("a login during a refresh wins: the refresh's answer is dropped, the new session stays")
     func loginDuringRefresh() async throws {
-        let fixture = try CoreFixture()
-        let session = try await fixture.addAccount(expiresIn: -10)
-        let (answered, release) = (Latch(), Latch())
-        fixture.pds.holdRefreshes {
-            answered.open()
-            await release.wait()
-        }
-        let refreshing = Task { try await session.refresh() }
-        await answered.wait()
+        let (fixture, session, refreshing, release) = try await Self.refreshHeldAfterRotation()
         var login = await session.record
         login.authKind = .appPassword
         login.lastRefreshAt = fixture.clock.now
