@@ -20,14 +20,14 @@ struct CommitReadBackTests {
                                                    logger: Fixtures.logger)
         // COMMIT runs a deferred trigger that sleeps past the 1-s deadline; the client has given
         // up and closed its connection by then, and PostgreSQL commits anyway.
-        _ = try server.psql("""
-            CREATE FUNCTION \(name)() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2.5); RETURN NULL; END $$;
-            CREATE CONSTRAINT TRIGGER \(name) AFTER INSERT ON account DEFERRABLE INITIALLY DEFERRED
-                FOR EACH ROW WHEN (NEW.tenant = '\(tenant)') EXECUTE FUNCTION \(name)();
-            """, database: SharedTestDatabase.database)
-        defer {
-            _ = try? server.psql("""
-                DROP TRIGGER \(name) ON account; DROP FUNCTION \(name)();
+        // Off the cooperative pool: CREATE TRIGGER waits for the other tests' writes to end, and
+        // their transactions need the pool to end. The trigger stays (dropping it would lock the
+        // table whole); its WHEN names this test's tenant alone.
+        _ = try await offThePool {
+            try server.psql("""
+                CREATE FUNCTION \(name)() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2.5); RETURN NULL; END $$;
+                CREATE CONSTRAINT TRIGGER \(name) AFTER INSERT ON account DEFERRABLE INITIALLY DEFERRED
+                    FOR EACH ROW WHEN (NEW.tenant = '\(tenant)') EXECUTE FUNCTION \(name)();
                 """, database: SharedTestDatabase.database)
         }
         let record = Fixtures.record()
