@@ -3,7 +3,9 @@ import XRPCGateway
 
 /// Why a call is not made as written: the one reason, for either front.
 struct CallRefusal: Error, Equatable {
-    enum Kind { case invalid, notImplemented }
+    /// How the gateway answers it: 400 for a malformed call, 501 for a method blueskyd does
+    /// not carry (an event stream, a name no Lexicon of its namespace has).
+    enum Kind { case invalid, unsupportedMethod }
     var kind: Kind
     var message: String
     var field: String
@@ -13,7 +15,7 @@ struct CallRefusal: Error, Equatable {
     var gatewayResponse: GatewayResponse {
         switch kind {
         case .invalid: .xrpcError(.badRequest, "InvalidRequest", message)
-        case .notImplemented: .xrpcError(.notImplemented, GatewayErrorName.methodNotSupported.rawValue, message)
+        case .unsupportedMethod: .xrpcError(.notImplemented, GatewayErrorName.methodNotSupported.rawValue, message)
         }
     }
 }
@@ -29,7 +31,7 @@ extension XRPCCall {
             // for hours, which a request-and-answer proxy does not carry; programs subscribe to
             // the relay or the PDS themselves (reading a firehose needs no credentials).
             if known == .subscription {
-                return .failure(CallRefusal(kind: .notImplemented, message: "\(nsid) is an event stream (subscription), which blueskyd does not proxy",
+                return .failure(CallRefusal(kind: .unsupportedMethod, message: "\(nsid) is an event stream (subscription), which blueskyd does not proxy",
                                             field: "nsid"))
             }
             if let kind, kind != known {
@@ -41,7 +43,7 @@ extension XRPCCall {
             return .success(nsid)
         case .refused(let namespace):
             return .failure(CallRefusal(
-                kind: .notImplemented,
+                kind: .unsupportedMethod,
                 message: "'\(written.prefix(200))' is no method of \(namespace) in blueskyd's Lexicons (in any letter case), so it is not sent",
                 field: "nsid"))
         }
