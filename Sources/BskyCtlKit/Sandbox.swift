@@ -20,7 +20,8 @@ enum Sandbox {
     }
 
     static func arguments(_ program: [String], socket: String, hidden: [String], paths: Paths,
-                          environment: [String: String]) throws(CtlFailure) -> [String] {
+                          environment: [String: String],
+                          workingDirectory: String = FileManager.default.currentDirectoryPath) throws(CtlFailure) -> [String] {
         guard let bwrap = executable("bwrap", path: environment["PATH"]) else {
             throw CtlFailure.requestFailed("--sandbox needs bubblewrap: install it (apt-get install bubblewrap)")
         }
@@ -34,9 +35,13 @@ enum Sandbox {
             }
         }
         arguments += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        let workingDirectory = FileManager.default.currentDirectoryPath
+        // A working directory that holds what the sandbox hides (/, /run, the home, the runtime
+        // directory) is not shown: the program starts at / instead.
+        let broad = ["/", "/run", "/tmp", "/var", "/home", environment["HOME"], environment["XDG_RUNTIME_DIR"]].compactMap { $0 }
+            .filter { !$0.isEmpty }.map(standardised)
+        let workingDirectory = broad.contains { isUnder($0, any: [standardised(workingDirectory)]) } ? "/" : standardised(workingDirectory)
         var shown: [String] = []
-        for path in [workingDirectory] + paths.readable.map(absolute) where isDirectory(path) || FileManager.default.fileExists(atPath: path) {
+        for path in (workingDirectory == "/" ? [] : [workingDirectory]) + paths.readable.map(absolute) where isDirectory(path) || FileManager.default.fileExists(atPath: path) {
             arguments += ["--ro-bind", path, path]
             shown.append(path)
         }
