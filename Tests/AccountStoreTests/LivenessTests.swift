@@ -74,7 +74,9 @@ struct LivenessTests {
     @Test("the database away from every host: no lease is taken over until a beat, which moves leases on by the gap")
     func outageIsNotCounted() async throws {
         let server = try await SharedTestDatabase.server
-        try await SharedTestDatabase.withTwoHosts(leaseDuration: 4) { a, b in
+        // A 12-s lease: the lease moved on by the gap holds ~12 s more, room for B's beat and a
+        // claim on two busy cores (with 4 s, a loaded run got the claim in after it ran out).
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 12) { a, b in
             let record = Fixtures.record()
             try await a.insert(record, secrets: Fixtures.secrets())
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
@@ -89,7 +91,7 @@ struct LivenessTests {
                 """, database: SharedTestDatabase.database)
             let justBack = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
             guard case .held = justBack else { Issue.record("just back: expected held, got \(justBack)"); return }
-            // B's next beat finds the gap and moves the lease on by it: still A's for ~4 s. Waited
+            // B's next beat finds the gap and moves the lease on by it: still A's for seconds. Waited
             // for as it lands (the clock's beat fresh again), not for a time a busy machine misses.
             let beaten = try await eventually {
                 try server.psql("""
