@@ -12,6 +12,19 @@ public enum AuthKind: String, Codable, Sendable, CaseIterable {
     case oauth2
 }
 
+/// What a store found of a row's metadata seal.
+public enum AccountSealCheck: String, Sendable, Equatable {
+    /// The seal covers the row as it is.
+    case holds
+    /// No seal of this version: a row from before seals, one sealed by an older blueskyd whose
+    /// seal did not cover the handle and default, or one whose seal someone removed.
+    /// `blueskyd store reseal --dry-run` tells these apart and seals only the first two.
+    case unsealed
+    /// A seal that does not match the row: someone without the store key changed it. Only a
+    /// new login mends it.
+    case tampered
+}
+
 /// Whether an account's session is usable.
 public enum AccountState: String, Codable, Sendable, CaseIterable {
     /// The session works (or will, after a routine refresh).
@@ -53,6 +66,9 @@ public struct AccountRecord: Sendable, Equatable {
     public var state: AccountState
     /// Managed by `AccountStore.setDefault(id:)`; `update(_:)` ignores it.
     public var isDefault: Bool
+    /// What the store found of the row's metadata seal when it read it; `.holds` for a record
+    /// made in memory. Only a store sets anything else (`markedAltered`).
+    public private(set) var sealCheck: AccountSealCheck = .holds
 
     public var lastRefreshAt: Date? {
         get { Self.date(lastRefreshSeconds) }
@@ -191,10 +207,16 @@ extension AccountRecord {
     public var isAltered: Bool { state == .needsLogin && stateReason == StoreError.recordAlteredReason }
 
     /// The record as a store hands back a row whose metadata seal does not hold.
-    public func markedAltered() -> AccountRecord {
+    public func markedAltered(_ check: AccountSealCheck = .tampered) -> AccountRecord {
         var record = self
         record.state = .needsLogin
         record.stateReason = StoreError.recordAlteredReason
+        record.sealCheck = check == .holds ? .tampered : check
         return record
     }
+
+    /// Whether the row's handle, verified flag and default flag may name this account: only
+    /// when its seal covers them. A row that is not sealed (or whose seal fails) is reachable by
+    /// its id and DID alone, so that it can be removed or logged in again.
+    public var selectorsAreSealed: Bool { !isAltered }
 }

@@ -28,27 +28,51 @@ package struct SecretSealer: Sendable {
                                              outputByteCount: 32)
     }
 
-    /// A MAC under the store key over what decides where an account's tokens are sent: its id
-    /// and tenant, how it signs in, its DID, its PDS and its authorization server's issuer and
-    /// endpoints. Someone who can write the database but holds no store key cannot rewrite
-    /// those without the seal failing (`isSealed`), and the daemon then sends the tokens nowhere.
+    /// A seal under the store key over what decides where an account's tokens go and which
+    /// account a name picks: its id and tenant, how it signs in, its DID, its PDS, its
+    /// authorization server's issuer and endpoints, its handle and whether that is verified,
+    /// whether it is the default, and its OAuth client. Someone who can write the database but
+    /// holds no store key cannot rewrite any of them without the seal failing (`check`); the
+    /// daemon then sends the tokens nowhere and names the account by no handle and never as
+    /// the default. The seal is the version byte then an HMAC-SHA256.
     package func metadataSeal(_ record: AccountRecord, tenant: String) -> Data {
-        Data(HMAC<SHA256>.authenticationCode(for: Self.sealedMetadata(record, tenant: tenant), using: metadataKey))
+        var seal = Data([Self.metadataSealVersion])
+        seal.append(contentsOf: HMAC<SHA256>.authenticationCode(for: Self.sealedMetadata(record, tenant: tenant),
+                                                                using: metadataKey))
+        return seal
     }
 
     /// Whether `seal` is the seal of `record`'s metadata.
     package func isSealed(_ record: AccountRecord, tenant: String, seal: Data?) -> Bool {
-        guard let seal else { return false }
-        return HMAC<SHA256>.isValidAuthenticationCode(seal, authenticating: Self.sealedMetadata(record, tenant: tenant),
-                                                      using: metadataKey)
+        check(record, tenant: tenant, seal: seal) == .holds
     }
 
+    /// What `seal` says of `record`: a seal of this version that holds, one an older blueskyd
+    /// wrote that holds over what it covered (routing, not the handle or default), none, or
+    /// one that does not match.
+    package func check(_ record: AccountRecord, tenant: String, seal: Data?) -> MetadataSealCheck {
+        guard let seal else { return .missing }
+        if seal.count == 33, seal.first == Self.metadataSealVersion {
+            return HMAC<SHA256>.isValidAuthenticationCode(seal.dropFirst(), authenticating:
+                Self.sealedMetadata(record, tenant: tenant), using: metadataKey) ? .holds : .broken
+        }
+        if seal.count == 32, HMAC<SHA256>.isValidAuthenticationCode(
+            seal, authenticating: Self.sealedMetadata(record, tenant: tenant, version: 1), using: metadataKey) {
+            return .olderVersion
+        }
+        return .broken
+    }
+
+    /// The first byte of a metadata seal of this version (an older, 32-byte one has none).
+    static let metadataSealVersion: UInt8 = 2
+
     /// The sealed fields, each length-prefixed (a missing one as 0xFFFFFFFF), so that no two
-    /// different records run together into the same bytes.
-    private static func sealedMetadata(_ record: AccountRecord, tenant: String) -> Data {
+    /// different records run together into the same bytes. Version 1 (blueskyd before the
+    /// handle and default were sealed) stops after the revocation endpoint.
+    private static func sealedMetadata(_ record: AccountRecord, tenant: String, version: Int = 2) -> Data {
         // Every row is checked as it loads: one buffer, sized once, no copy per field.
-        var data = Data(capacity: 512)
-        data.append(contentsOf: "blueskyd/account-metadata/v1".utf8)
+        var data = Data(capacity: 640)
+        data.append(contentsOf: version == 1 ? "blueskyd/account-metadata/v1".utf8 : "blueskyd/account-metadata/v2".utf8)
         func field(_ value: String?) {
             guard let value else { return data.append(contentsOf: [0xFF, 0xFF, 0xFF, 0xFF]) }
             withUnsafeBytes(of: UInt32(value.utf8.count).bigEndian) { data.append(contentsOf: $0) }
@@ -62,6 +86,13 @@ package struct SecretSealer: Sendable {
         field(record.oauth?.issuer)
         field(record.oauth?.tokenEndpoint)
         field(record.oauth?.revocationEndpoint)
+        guard version >= 2 else { return data }
+        field(record.handle)
+        field(record.handleVerified ? "1" : "0")
+        field(record.isDefault ? "1" : "0")
+        field(record.oauth?.clientKind.rawValue)
+        field(record.oauth?.clientID)
+        field(record.oauth?.clientKeyID)
         return data
     }
 
@@ -118,4 +149,14 @@ package struct SecretSealer: Sendable {
         withUnsafeBytes(of: account.uuid) { data.append(contentsOf: $0) }
         return data
     }
+}
+
+/// What a row's metadata seal says of the row (`SecretSealer.check`).
+package enum MetadataSealCheck: Sendable, Equatable {
+    case holds
+    /// A seal an older blueskyd wrote, over the routing fields only: the handle, verified flag
+    /// and default flag are the row's word alone. `blueskyd store reseal` may seal it anew.
+    case olderVersion
+    case missing
+    case broken
 }

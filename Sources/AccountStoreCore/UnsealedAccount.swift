@@ -11,6 +11,9 @@ public struct UnsealedAccount: Sendable, Equatable {
         /// No seal, and the secrets were written before blueskyd sealed rows (a store from
         /// before seals): the operator may seal it after checking where it points.
         case neverSealed = "never-sealed"
+        /// Sealed by an older blueskyd, whose seal held over where the tokens go but did not
+        /// cover the handle, its verified flag or the default flag: seal it if those are right.
+        case olderSeal = "older-seal"
         /// No seal, but the secrets say the row had one: someone without the key removed it.
         /// Never sealed again: log in again.
         case sealRemoved = "seal-removed"
@@ -18,6 +21,9 @@ public struct UnsealedAccount: Sendable, Equatable {
         case sealBroken = "seal-broken"
         /// The secrets do not open under this key: a wrong key, or a row from another store.
         case secretsDoNotOpen = "secrets-do-not-open"
+
+        /// Only a row never sealed, or sealed by an older blueskyd and opening under this key.
+        public var mayBeSealedAgain: Bool { self == .neverSealed || self == .olderSeal }
     }
 
     /// The row as stored (where its tokens would go: `did`, `pds`, `oauth`).
@@ -30,12 +36,13 @@ public struct UnsealedAccount: Sendable, Equatable {
     }
 
     /// Only a row that was never sealed and opens under this key can be sealed.
-    public var mayBeSealed: Bool { finding == .neverSealed }
+    public var mayBeSealed: Bool { finding.mayBeSealedAgain }
 
     /// What the finding means, for the operator.
     public var explanation: String {
         switch finding {
         case .neverSealed: "no seal yet (written before blueskyd sealed rows): seal it if it points where it should"
+        case .olderSeal: "sealed by an older blueskyd, not over its handle and default: seal it if they are right"
         case .sealRemoved: "its seal was removed outside blueskyd (its secrets say it had one): log in again"
         case .sealBroken: "its seal does not match the row (rewritten outside blueskyd): log in again"
         case .secretsDoNotOpen: "its secrets do not open under this key"
@@ -48,9 +55,22 @@ package enum SealFinding {
     /// nil when the seal holds.
     package static func of(_ record: AccountRecord, seal: Data?, blob: Data, tenant: String,
                            sealer: SecretSealer) -> UnsealedAccount.Finding? {
-        if seal != nil, sealer.isSealed(record, tenant: tenant, seal: seal) { return nil }
+        let check = sealer.check(record, tenant: tenant, seal: seal)
+        if check == .holds { return nil }
         guard (try? sealer.open(blob, account: record.id)) != nil else { return .secretsDoNotOpen }
+        if check == .olderVersion { return .olderSeal }
         if seal != nil { return .sealBroken }
         return sealer.wasSealedWithMetadata(blob, account: record.id) ? .sealRemoved : .neverSealed
+    }
+}
+
+extension AccountRecord {
+    /// The record of a row as a store hands it back, given what its seal says.
+    package func verified(by check: MetadataSealCheck) -> AccountRecord {
+        switch check {
+        case .holds: self
+        case .olderVersion, .missing: markedAltered(.unsealed)
+        case .broken: markedAltered(.tampered)
+        }
     }
 }

@@ -86,12 +86,14 @@ extension PostgresAccountStore {
     /// one transaction; the id, creation date, default flag and profile stay.
     public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) async throws(StoreError) -> Int64 {
         let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: record.id))
-        let (tenant, metadataSeal) = (settings.tenant, seal(record))
+        let tenant = settings.tenant
         return try await write("replacing an account's session") { [self] session in
+            let (isDefault, metadataSeal) = try await sessionSeal(session, for: record)
             try await updateSession(session, record)
             try await session.run("DELETE FROM dpop_nonce WHERE account_id = \(record.id)")
             let rows = try await session.run("""
-                UPDATE account SET sealed_secrets = \(sealed), metadata_seal = \(metadataSeal), secrets_version = secrets_version + 1,
+                UPDATE account SET sealed_secrets = \(sealed), metadata_seal = \(metadataSeal), is_default = \(isDefault),
+                    secrets_version = secrets_version + 1,
                     refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
                     refresh_due_at = \(record.updatedAt.storedSeconds)
                 WHERE tenant = \(tenant) AND id = \(record.id) RETURNING secrets_version
@@ -114,18 +116,7 @@ extension PostgresAccountStore {
 
     /// Makes this account the tenant's default and every other one not, in one transaction.
     public func setDefault(id: UUID, at: Date) async throws(StoreError) {
-        let tenant = settings.tenant
-        let set = notifying("""
-            UPDATE account SET is_default = true, updated_at = \(at.storedSeconds)
-            WHERE tenant = \(tenant) AND id = \(id) AND NOT is_default
-            """)
-        try await write("setting the default account") { [self] session in
-            guard try await !session.run("SELECT 1 FROM account WHERE tenant = \(tenant) AND id = \(id)").isEmpty else {
-                throw StoreError.unknownAccount(id)
-            }
-            try await clearDefault(session, except: id, at: at)
-            try await session.run(set)
-        }
+        try await write("setting the default account") { [self] session in try await makeDefault(session, id: id, at: at) }
     }
 
     public func clearDefault(at: Date) async throws(StoreError) {
@@ -156,18 +147,6 @@ extension PostgresAccountStore {
         let rows = try await session.run(notifying(PostgresQuery(
             unsafeSQL: "UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2)", binds: binds)))
         guard rows.count == 1 else { throw StoreError.unknownAccount(record.id) }
-    }
-
-    /// Clears the tenant's default (but `id`'s). Default changes of one tenant take turns under
-    /// a transaction-scoped advisory lock: a unique index is checked row by row, so two hosts
-    /// each clearing then setting a different default would otherwise collide on
-    /// `account_single_default` instead of the later one simply winning.
-    func clearDefault(_ session: PostgresSession, except id: UUID?, at: Date) async throws {
-        try await session.run("SELECT pg_advisory_xact_lock(hashtextextended(\(Self.defaultLockPrefix + settings.tenant), 0))")
-        try await session.run(notifying("""
-            UPDATE account SET is_default = false, updated_at = \(at.storedSeconds)
-            WHERE tenant = \(settings.tenant) AND is_default AND id IS DISTINCT FROM \(id)
-            """))
     }
 
     /// `statement` (an INSERT, UPDATE or DELETE of accounts, without RETURNING) with every row it

@@ -30,11 +30,16 @@ extension PostgresAccountStore {
                                             + "WHERE tenant = $1 AND id = $2 FOR UPDATE", binds: Self.binds(tenant, id))
                 guard let row = try await session.run(query).first else { continue }
                 let (record, seal, blob) = try Self.sealedParts(row)
-                guard SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer) == .neverSealed else { continue }
+                guard SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer)?.mayBeSealedAgain == true else {
+                    continue
+                }
                 let newSeal = ByteBuffer(bytes: sealer.metadataSeal(record, tenant: tenant))
+                // The secrets written again in this version's format: they now say the row had a
+                // seal, so a seal removed later is never taken for one never written.
+                let secrets = ByteBuffer(bytes: try sealer.seal(try sealer.open(blob, account: id), account: id))
                 // Read as altered for want of a seal only: it may work again.
                 try await session.run(notifying("""
-                    UPDATE account SET metadata_seal = \(newSeal), updated_at = \(at.storedSeconds),
+                    UPDATE account SET metadata_seal = \(newSeal), sealed_secrets = \(secrets), updated_at = \(at.storedSeconds),
                         state = CASE WHEN state_reason = \(altered) THEN 'active' ELSE state END,
                         state_reason = CASE WHEN state_reason = \(altered) THEN NULL ELSE state_reason END
                     WHERE tenant = \(tenant) AND id = \(id)

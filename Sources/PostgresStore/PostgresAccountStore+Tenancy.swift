@@ -10,7 +10,7 @@ extension PostgresAccountStore {
     func verified(_ row: PostgresRow) throws -> AccountRecord {
         let record = try Self.record(row)
         let seal = try row.makeRandomAccess()["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
-        return sealer.isSealed(record, tenant: settings.tenant, seal: seal) ? record : record.markedAltered()
+        return record.verified(by: sealer.check(record, tenant: settings.tenant, seal: seal))
     }
 
     func seal(_ record: AccountRecord) -> ByteBuffer {

@@ -14,10 +14,10 @@ extension SQLiteAccountStore {
                                          sealedSecrets: try sealer.seal(account.secrets, account: account.record.id),
                                          metadataSeal: seal(account.record)))
         }
-        try await performWrite("inserting accounts") { [rows] db in
+        try await performWrite("inserting accounts") { [self, rows] db in
             for row in rows {
                 if row.record.isDefault {
-                    try Self.clearDefault(db, except: row.record.id, at: row.record.updatedAt)
+                    try clearDefault(db, except: row.record.id, at: row.record.updatedAt)
                 }
                 do {
                     try row.insert(db)
@@ -51,14 +51,14 @@ extension SQLiteAccountStore {
     /// - Throws: `.unknownAccount`, or `.duplicateDID` when another account has the DID.
     public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) async throws(StoreError) -> Int64 {
         let sealed = try sealer.seal(secrets, account: record.id)
-        let metadataSeal = seal(record)
-        return try await performWrite("replacing an account's session") { db in
+        return try await performWrite("replacing an account's session") { [self] db in
+            let (isDefault, metadataSeal) = try sessionSeal(db, for: record)
             try Self.updateSession(db, record)
             // New tokens from a login: no refresh of the old ones is in flight any more.
             try db.execute(sql: """
-                UPDATE account SET sealed_secrets = ?, metadata_seal = ?, secrets_version = secrets_version + 1,
+                UPDATE account SET sealed_secrets = ?, metadata_seal = ?, is_default = ?, secrets_version = secrets_version + 1,
                     refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL WHERE id = ?
-                """, arguments: [sealed, metadataSeal, record.id])
+                """, arguments: [sealed, metadataSeal, isDefault, record.id])
             try db.execute(sql: "DELETE FROM dpop_nonce WHERE account_id = ?", arguments: [record.id])
             return try Int64.fetchOne(db, sql: "SELECT secrets_version FROM account WHERE id = ?", arguments: [record.id]) ?? 0
         }
@@ -79,18 +79,12 @@ extension SQLiteAccountStore {
     }
 
     public func setDefault(id: UUID, at: Date) async throws(StoreError) {
-        try await performWrite("setting the default account") { db in
-            guard try AccountRecord.exists(db, key: id) else { throw StoreError.unknownAccount(id) }
-            try Self.clearDefault(db, except: id, at: at)
-            try db.execute(
-                sql: "UPDATE account SET is_default = 1, updated_at = ? WHERE id = ? AND is_default = 0",
-                arguments: [at.storedSeconds, id])
-        }
+        try await performWrite("setting the default account") { [self] db in try makeDefault(db, id: id, at: at) }
     }
 
     public func clearDefault(at: Date) async throws(StoreError) {
-        try await performWrite("clearing the default account") { db in
-            try Self.clearDefault(db, except: nil, at: at)
+        try await performWrite("clearing the default account") { [self] db in
+            try clearDefault(db, except: nil, at: at)
         }
     }
 
@@ -130,12 +124,6 @@ extension SQLiteAccountStore {
             if let conflict = try Self.conflict(db, for: record) { throw conflict }
             throw error
         }
-    }
-
-    static func clearDefault(_ db: Database, except id: UUID?, at: Date) throws {
-        try db.execute(
-            sql: "UPDATE account SET is_default = 0, updated_at = ? WHERE is_default = 1 AND id IS NOT ?",
-            arguments: [at.storedSeconds, id])
     }
 
     /// The store error explaining why `record` violates a uniqueness rule, if it is one.

@@ -37,7 +37,14 @@ extension SQLiteAccountStore {
         scope: String?, handle: String?, at: Date, replacing version: Int64
     ) async throws(StoreError) -> Int64 {
         let sealed = try sealer.seal(secrets, account: id)
-        return try await performWrite("saving a refreshed session") { db in
+        return try await performWrite("saving a refreshed session") { [self] db in
+            // A rename changes a sealed column: sealed anew from the row, over a seal that held.
+            let renamed = try handle.map { handle throws -> Data in
+                guard try Int64.fetchOne(db, sql: "SELECT secrets_version FROM account WHERE id = ?", arguments: [id]) == version else {
+                    throw StoreError.fencedWriteMissed(id, accountExists: try AccountRecord.exists(db, key: id))
+                }
+                return try renamedSeal(db, id: id, handle: handle)
+            }
             try db.execute(
                 sql: """
                     UPDATE account SET
@@ -46,12 +53,13 @@ extension SQLiteAccountStore {
                         refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
                         state = ?, state_reason = NULL, updated_at = ?,
                         oauth_scope = COALESCE(?, oauth_scope),
-                        handle_verified = CASE WHEN ? IS NULL THEN handle_verified ELSE 0 END, handle = COALESCE(?, handle)
+                        handle_verified = CASE WHEN ? IS NULL THEN handle_verified ELSE 0 END, handle = COALESCE(?, handle),
+                        metadata_seal = COALESCE(?, metadata_seal)
                     WHERE id = ? AND secrets_version = ?
                     """,
                 arguments: [
                     sealed, accessExpiresAt?.storedSeconds, refreshExpiresAt?.storedSeconds, at.storedSeconds,
-                    AccountState.active.rawValue, at.storedSeconds, scope, handle, handle, id, version,
+                    AccountState.active.rawValue, at.storedSeconds, scope, handle, handle, renamed, id, version,
                 ])
             guard db.changesCount == 1 else {
                 throw StoreError.fencedWriteMissed(id, accountExists: try AccountRecord.exists(db, key: id))

@@ -31,10 +31,15 @@ extension SQLiteAccountStore {
                     .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets, AccountColumn.metadataSeal])
                 guard let row = try Row.fetchOne(db, request) else { continue }
                 let record = try AccountRecord(row: row)
-                guard SealFinding.of(record, seal: row[AccountColumn.metadataSeal], blob: row[AccountColumn.sealedSecrets],
-                                     tenant: Self.tenant, sealer: sealer) == .neverSealed else { continue }
-                try db.execute(sql: "UPDATE account SET metadata_seal = ?, updated_at = ? WHERE id = ?",
-                               arguments: [sealer.metadataSeal(record, tenant: Self.tenant), at.storedSeconds, id])
+                let blob: Data = row[AccountColumn.sealedSecrets]
+                guard SealFinding.of(record, seal: row[AccountColumn.metadataSeal], blob: blob, tenant: Self.tenant,
+                                     sealer: sealer)?.mayBeSealedAgain == true else { continue }
+                // The secrets written again in this version's format: they now say the row had a
+                // seal, so a seal removed later is never taken for one never written.
+                let secrets = try sealer.open(blob, account: id)
+                try db.execute(sql: "UPDATE account SET metadata_seal = ?, sealed_secrets = ?, updated_at = ? WHERE id = ?",
+                               arguments: [sealer.metadataSeal(record, tenant: Self.tenant),
+                                           try sealer.seal(secrets, account: id), at.storedSeconds, id])
                 // Read as altered for want of a seal only: it may work again.
                 try db.execute(sql: "UPDATE account SET state = ?, state_reason = NULL WHERE id = ? AND state_reason = ?",
                                arguments: [AccountState.active.rawValue, id, StoreError.recordAlteredReason])

@@ -171,7 +171,7 @@ extension SQLiteAccountStore {
     /// The record in `row`, marked altered when its metadata seal does not hold.
     func verified(_ row: Row) throws -> AccountRecord {
         let record = try AccountRecord(row: row)
-        return sealer.isSealed(record, tenant: Self.tenant, seal: row[AccountColumn.metadataSeal]) ? record : record.markedAltered()
+        return record.verified(by: sealer.check(record, tenant: Self.tenant, seal: row[AccountColumn.metadataSeal]))
     }
 
     func seal(_ record: AccountRecord) -> Data { sealer.metadataSeal(record, tenant: Self.tenant) }

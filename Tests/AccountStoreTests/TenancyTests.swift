@@ -146,7 +146,7 @@ struct TenancyTests {
         await opened.close()
     }
 
-    private static func rewrite(_ opened: OpenedStore, _ sql: String) async throws {
+    static func rewrite(_ opened: OpenedStore, _ sql: String) async throws {
         if opened.directory != nil {
             let raw = try DatabaseQueue(path: opened.store.location)
             try await raw.write { try $0.execute(sql: sql) }

@@ -33,6 +33,48 @@ struct AccountChangeTests {
         #expect(kinds(base, from: ended, newSession: true).isEmpty, "a new login says login.completed itself")
     }
 
+    @Test("a record whose seal does not hold says account.tampered (with what was found) before needs-login, once")
+    func tampered() {
+        let tampered = base.markedAltered(.tampered), unsealed = base.markedAltered(.unsealed)
+        #expect(kinds(tampered) == ["account.tampered", "account.needsLogin"])
+        #expect(AccountChange.between(base, unsealed, newSession: false, retryAt: nil).first?.fields["seal"] == "unsealed")
+        #expect(kinds(tampered, from: tampered).isEmpty, "said once")
+        #expect(kinds(tampered, from: unsealed) == ["account.tampered"], "a seal found broken after none is news")
+        #expect(tampered.eventKeys.handle == nil, "a name the row alone claims is not the account's")
+    }
+
+    @Test("""
+        the registry names an account by handle, or as the default, only while its row's seal holds; a stored record \
+        found tampered on a running account counts in daemon.status and loses its names
+        """)
+    func registryIgnoresUnsealedSelectors() async throws {
+        let core = try CoreFixture()
+        let registry = core.environment.registry
+        var record = base
+        record.isDefault = true
+        let session = AccountSession(record: record.markedAltered(.tampered), environment: core.environment)
+        registry.insert(session, record: record.markedAltered(.tampered))
+        #expect((try? registry.session("alice.test")) == nil)
+        #expect((try? registry.session(nil)) == nil)
+        #expect(try registry.session("did:plc:alice") === session, "still found by DID, to log in again or remove")
+        #expect(registry.census.altered(limit: 5).count == 1)
+        registry.recordChanged(session, from: record.markedAltered(.tampered), to: record)
+        #expect(try registry.session("alice.test") === session)
+        #expect(try registry.session(nil) === session)
+        #expect(registry.census.altered(limit: 5).count == 0)
+        registry.remove(record)
+
+        let bob = try await core.addAccount("bob", isDefault: true)
+        var stored = try await core.stored(bob)
+        stored.pds = "https://pds.attacker.test"
+        _ = await bob.drive(.stored(stored.markedAltered(.unsealed)))
+        #expect((try? registry.session(nil)) == nil)
+        #expect((try? registry.session("bob.test")) == nil)
+        let status = try await core.call("daemon.status").get()
+        #expect(status["tampered"]?["count"] == 1 && status["tampered"]?["unsealed"] == 1)
+        #expect(status["tampered"]?["accounts"] == [["id": .string(bob.id.uuidString.lowercased()), "seal": "unsealed"]])
+    }
+
     @Test("moves, handles, the default flag and the profile, in that order")
     func identityAndFlags() {
         var changed = base

@@ -10,6 +10,9 @@ final class AccountCensus: Sendable {
         var byState: [AccountState: Int] = [:]
         /// The fixed ends of OAuth sessions of accounts that do not need a login, sorted.
         var sessionEnds: [Date] = []
+        /// Accounts whose row's seal did not hold when last read (`AccountRecord.isAltered`),
+        /// by what the store found.
+        var altered: [UUID: AccountSealCheck] = [:]
     }
 
     private let counts = Mutex(Counts())
@@ -22,12 +25,25 @@ final class AccountCensus: Sendable {
         return counts.withLock { Self.insertionIndex(of: horizon, in: $0.sessionEnds, after: true) }
     }
 
+    /// The accounts whose row's seal did not hold, oldest id first, at most `limit` of them, and
+    /// how many there are.
+    func altered(limit: Int) -> (count: Int, unsealed: Int, accounts: [(UUID, AccountSealCheck)]) {
+        counts.withLock { counts in
+            let unsealed = counts.altered.values.count { $0 == .unsealed }
+            let some = counts.altered.sorted { $0.key.uuidString < $1.key.uuidString }.prefix(limit).map { ($0.key, $0.value) }
+            return (counts.altered.count, unsealed, Array(some))
+        }
+    }
+
     func add(_ record: AccountRecord) { change(from: nil, to: record) }
 
     func remove(_ record: AccountRecord) { change(from: record, to: nil) }
 
     /// Moves one account from what `old` says to what `new` says (nil: not registered).
     func change(from old: AccountRecord?, to new: AccountRecord?) {
+        if old?.isAltered == true || new?.isAltered == true, let id = new?.id ?? old?.id {
+            counts.withLock { $0.altered[id] = new.flatMap { $0.isAltered ? $0.alteredCheck : nil } }
+        }
         let oldEnd = old.flatMap(Self.trackedEnd), newEnd = new.flatMap(Self.trackedEnd)
         guard old?.state != new?.state || oldEnd != newEnd else { return }
         counts.withLock { counts in

@@ -43,8 +43,8 @@ final class AccountRegistry: Sendable {
             index.byID[record.id] = session
             index.byDID[record.did] = session
             // Only a verified handle names an account: anyone's DID document can claim any handle.
-            if let handle = record.handle, record.handleVerified { index.byHandle[Self.folded(handle)] = session }
-            if record.isDefault { index.defaultID = record.id }
+            if let handle = Self.name(record) { index.byHandle[handle] = session }
+            if record.isDefault, record.selectorsAreSealed { index.defaultID = record.id }
         }
     }
 
@@ -68,15 +68,15 @@ final class AccountRegistry: Sendable {
         index.withLock { index in
             guard index.byID[new.id] === session else { return false }
             census.change(from: old, to: new)
-            let oldName = old.handleVerified ? old.handle.map(Self.folded) : nil
-            let newName = new.handleVerified ? new.handle.map(Self.folded) : nil
+            let oldName = Self.name(old), newName = Self.name(new)
             if oldName != newName {
                 if let oldName, index.byHandle[oldName] === session { index.byHandle[oldName] = nil }
                 if let newName { index.byHandle[newName] = session }
             }
-            if new.isDefault, !old.isDefault {
+            let wasDefault = old.isDefault && old.selectorsAreSealed, isDefault = new.isDefault && new.selectorsAreSealed
+            if isDefault, !wasDefault {
                 index.defaultID = new.id
-            } else if old.isDefault, !new.isDefault, index.defaultID == new.id {
+            } else if wasDefault, !isDefault, index.defaultID == new.id {
                 index.defaultID = nil
             }
             return true
@@ -100,6 +100,14 @@ final class AccountRegistry: Sendable {
             throw reference.map { DaemonError.accountNotFound($0) } ?? .noDefaultAccount
         }
         return found
+    }
+
+    /// The name a record answers to: its handle, folded, when verified and sealed with the row.
+    /// Anyone's DID document can claim any handle, and anyone who can write the database any
+    /// column: a row whose seal does not hold is named by its id and DID alone.
+    private static func name(_ record: AccountRecord) -> String? {
+        guard record.handleVerified, record.selectorsAreSealed, let handle = record.handle else { return nil }
+        return folded(handle)
     }
 
     /// The handle in lower case; the same string (sharing its storage with the record) when it

@@ -13,6 +13,9 @@ struct AccountChange: Sendable {
     ///   - retryAt: when a retrying account tries again.
     static func between(_ old: AccountRecord, _ new: AccountRecord, newSession: Bool, retryAt: Date?) -> [AccountChange] {
         var changes: [AccountChange] = []
+        if new.isAltered, !old.isAltered || old.alteredCheck != new.alteredCheck {
+            changes.append(.init(kind: .accountTampered, fields: ["seal": .string(new.alteredCheck.rawValue)]))
+        }
         if new.pds != old.pds {
             changes.append(.init(kind: .accountMoved, fields: ["oldPDS": .string(old.pds), "newPDS": .string(new.pds)]))
         }
@@ -49,8 +52,12 @@ struct AccountChange: Sendable {
 }
 
 extension AccountRecord {
+    /// What the store found of an altered record's seal (`tampered` for a record this daemon
+    /// marked altered in an earlier run, whose reason is all that was kept).
+    var alteredCheck: AccountSealCheck { sealCheck == .holds ? .tampered : sealCheck }
+
     var eventKeys: PublishedEvent.AccountKeys {
-        PublishedEvent.AccountKeys(id: id, did: did, handle: handleVerified ? handle : nil)
+        PublishedEvent.AccountKeys(id: id, did: did, handle: handleVerified && selectorsAreSealed ? handle : nil)
     }
 }
 
@@ -95,7 +102,15 @@ extension AccountSession {
         case .savedOverByAnotherHost:
             logger.warning("another host saved newer tokens while this refresh ran (its lease had run out); using those",
                            metadata: ["outcome": "superseded"])
-        case .movedAway, .recordAltered:
+        case .recordAltered:
+            // The event (`account.tampered`) says which: a seal that fails, or none of this version.
+            logger.error("""
+                the account's record has no seal that holds (changed outside blueskyd, or not yet resealed); \
+                its tokens are sent nowhere and no handle or default names it
+                """,
+                         metadata: ["outcome": "record-altered", "seal": "\(state.record.alteredCheck.rawValue)",
+                                    "next": "blueskyd store reseal --dry-run; a new login mends it"])
+        case .movedAway:
             break
         }
     }

@@ -15,6 +15,9 @@ enum EventKind: String, Sendable, CaseIterable {
     /// A server refused a call for a scope the OAuth session lacks.
     case accountNeedsScope = "account.needsScope"
     case accountDefaultChanged = "account.defaultChanged"
+    /// The account's row was found without a seal that holds: someone without the store key
+    /// changed it, or it waits for `blueskyd store reseal`. Its tokens go nowhere.
+    case accountTampered = "account.tampered"
     case loginCompleted = "login.completed"
     case loginFailed = "login.failed"
     case daemonStoreUnavailable = "daemon.storeUnavailable"

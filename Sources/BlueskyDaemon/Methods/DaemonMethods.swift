@@ -135,6 +135,14 @@ struct DaemonMethods: RPCMethodHandler {
         return ["account": await session.view()]
     }
 
+    /// The accounts whose row's seal does not hold: how many, how many merely wait for a reseal,
+    /// and the first 20 ids with what was found.
+    private static func tampered(_ census: AccountCensus) -> JSONValue {
+        let (count, unsealed, some) = census.altered(limit: 20)
+        return ["count": .number(Double(count)), "unsealed": .number(Double(unsealed)),
+                "accounts": .array(some.map { ["id": .string($0.0.uuidString.lowercased()), "seal": .string($0.1.rawValue)] })]
+    }
+
     private func status() async -> JSONValue {
         let census = accounts.registry.census
         let scheduler = accounts.scheduler
@@ -148,6 +156,7 @@ struct DaemonMethods: RPCMethodHandler {
             "refreshing": .number(Double(accounts.environment.refreshes.running)),
             "tokensRotated": .number(Double(accounts.environment.refreshes.rotated)),
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextScheduled()),
+            "tampered": Self.tampered(census),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
             "events": ["seq": .number(Double(events.latestSeq)), "subscribers": .number(Double(events.subscriberCount)),
                        "largestBacklog": .number(Double(events.largestBacklog))],

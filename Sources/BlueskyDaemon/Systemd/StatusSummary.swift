@@ -12,6 +12,8 @@ struct StatusSummary: Sendable {
         var text = Self.describe(accounts: accounts.registry.count, needsLogin: census.count(.needsLogin),
                                  nextRefresh: await accounts.scheduler.nextScheduled(), now: now,
                                  sessionsEndingSoon: census.sessionsEndingSoon(now: now))
+        let altered = census.altered(limit: 0).count
+        if altered > 0 { text = "\(altered) account record\(altered == 1 ? "" : "s") without a seal that holds; " + text }
         if let problem = accounts.store.health.problem { text = problem + "; " + text }
         if let note = reloader.statusNote { text += "; " + note }
         return text

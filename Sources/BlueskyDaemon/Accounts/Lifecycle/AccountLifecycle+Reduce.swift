@@ -97,10 +97,9 @@ extension AccountLifecycle {
             next.record.updatedAt = at
             clearBackoff(&next)
             note = .movedAway(reason: reason)
-        case .recordAltered(let at):
-            guard next.record.state != .needsLogin || next.record.stateReason != StoreError.recordAlteredReason else { break }
-            next.record.state = .needsLogin
-            next.record.stateReason = StoreError.recordAlteredReason
+        case .recordAltered(let at, let check):
+            guard !next.record.isAltered || next.record.alteredCheck != check else { break }
+            next.record = next.record.markedAltered(check)
             next.record.updatedAt = at
             next.trouble = Trouble()
             write = .markState(.needsLogin, reason: StoreError.recordAlteredReason, lease: .keep,
@@ -133,8 +132,8 @@ extension AccountLifecycle {
     /// is taken (its PDS or endpoints could be anyone's); the account needs a new login.
     private static func distrustingAltered(_ input: Input, now: Date) -> Input {
         switch input {
-        case .stored(let stored) where stored.isAltered: .recordAltered(at: now)
-        case .tokensSuperseded(let stored?) where stored.isAltered: .recordAltered(at: now)
+        case .stored(let stored) where stored.isAltered: .recordAltered(at: now, check: stored.alteredCheck)
+        case .tokensSuperseded(let stored?) where stored.isAltered: .recordAltered(at: now, check: stored.alteredCheck)
         default: input
         }
     }

@@ -134,7 +134,7 @@ enum AccountLifecycle {
         case movedAway(reason: String, version: Int64, at: Date)
         /// The account's row was rewritten by someone without the store key: its tokens go
         /// nowhere until a new login.
-        case recordAltered(at: Date)
+        case recordAltered(at: Date, check: AccountSealCheck = .tampered)
         case profileFetched(AccountProfile?)
         case defaultChanged(Bool, at: Date)
         /// The rules changed (a reload): the date is worked out again.

@@ -81,8 +81,6 @@ extension AccountSession {
     /// far as the store lets it be recorded) on every host.
     func markAltered() async {
         guard state.record.stateReason != StoreError.recordAlteredReason else { return }
-        logger.error("the account's record was changed outside blueskyd; its tokens are sent nowhere until a new login",
-                     metadata: ["outcome": "record-altered"])
         await drive(.recordAltered(at: environment.now()))
     }
 
