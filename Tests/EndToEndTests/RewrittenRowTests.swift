@@ -102,13 +102,28 @@ struct RewrittenRowTests {
             // cleared. A start once sealed such a row with the real key, and its tokens went to
             // the intruder; now no start seals anything.
             await restarted.stop()
+            // And the other row, already failing, given the first one's verified handle and the default.
+            let appHandle = appAccount.handle
             _ = try database.psql("""
                 DELETE FROM blueskyd_tenant_sealed WHERE tenant = 'alice';
-                UPDATE account SET pds = 'https://pds.tb63.test', metadata_seal = NULL WHERE id = '\(appID)';
+                UPDATE account SET pds = 'https://pds.tb63.test', metadata_seal = NULL, is_default = false WHERE id = '\(appID)';
+                UPDATE account SET handle = '\(appHandle)', handle_verified = true, is_default = true WHERE id = '\(oauthID)';
                 """, database: "blueskyd")
             host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: store.keyHex, config: config, testbed: testbed)
             let third = try #require(host)
             try await expectRefused(third, [appAccount.did], [appID])
+            let tampered = try await third.call("daemon.status")["tampered"]
+            #expect(tampered?["count"]?.intValue == 2 && tampered?["unsealed"]?.intValue == 1, "\(tampered ?? .null)")
+            // Neither the handle nor "default" picks a row whose seal does not hold.
+            for account: JSONValue in [.string("@" + appHandle), .null] {
+                do {
+                    _ = try await third.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": account,
+                                                           "params": ["actor": .string(appAccount.did)]])
+                    Issue.record("a call naming \(account) must fail")
+                } catch let error as RPCError {
+                    #expect(error.name == (account == .null ? "NoDefaultAccount" : "AccountNotFound"), "\(error)")
+                }
+            }
             let views = try await third.call("accounts.list")["accounts"]?.arrayValue ?? []
             let attacked = views.first { $0["id"]?.stringValue == appID }
             #expect(attacked?["state"] == "needs-login" && attacked?["stateReason"]?.stringValue?.contains("changed outside blueskyd") == true,
