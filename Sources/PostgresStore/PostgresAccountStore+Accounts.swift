@@ -13,7 +13,7 @@ extension PostgresAccountStore {
         // A default changes another row first, so those go one by one; the rest many per statement.
         let chunks = rows.contains { $0.0.isDefault } ? rows.map { [$0] } : stride(from: 0, to: rows.count, by: Self.insertChunk)
             .map { Array(rows[$0..<min($0 + Self.insertChunk, rows.count)]) }
-        let statements = chunks.map { (chunk: $0, query: notifying(insertStatement($0))) }
+        let statements = chunks.map { (chunk: $0, query: notifying(insertStatement($0), ids: $0.map(\.0.id))) }
         try await insertRows(statements)
     }
 
@@ -78,7 +78,7 @@ extension PostgresAccountStore {
                 UPDATE account SET handle = \(stored.handle), handle_verified = \(stored.handleVerified), pds = \(stored.pds),
                     refresh_server = \(stored.refreshServer), metadata_seal = \(seal(stored)), updated_at = \(stored.updatedAt.storedSeconds)
                 WHERE tenant = \(tenant) AND id = \(record.id)
-                """))
+                """, ids: [record.id]))
         }
     }
 
@@ -108,7 +108,7 @@ extension PostgresAccountStore {
             UPDATE account SET profile_display_name = \(profile?.displayName), profile_avatar = \(profile?.avatar),
                 profile_description = \(profile?.description), profile_fetched_at = \(profile?.fetchedAt.storedSeconds)
             WHERE tenant = \(settings.tenant) AND id = \(id)
-            """)
+            """, ids: [id])
         try await write("saving an account's profile") { session in
             guard try await session.run(query).count == 1 else { throw StoreError.unknownAccount(id) }
         }
@@ -126,7 +126,8 @@ extension PostgresAccountStore {
     /// Removes an account and its secrets (and its nonces, by cascade), returning what was removed.
     @discardableResult
     public func delete(id: UUID) async throws(StoreError) -> AccountRecord {
-        let query = notifying("DELETE FROM account WHERE tenant = \(settings.tenant) AND id = \(id)", returning: Self.recordColumns)
+        let query = notifying("DELETE FROM account WHERE tenant = \(settings.tenant) AND id = \(id)", ids: [id],
+                              returning: Self.recordColumns)
         return try await write("deleting an account") { [self] session in
             guard let row = try await session.run(query).first else { throw StoreError.unknownAccount(id) }
             return try verified(row)
@@ -145,19 +146,24 @@ extension PostgresAccountStore {
         binds.append(settings.tenant)
         binds.append(record.id)
         let rows = try await session.run(notifying(PostgresQuery(
-            unsafeSQL: "UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2)", binds: binds)))
+            unsafeSQL: "UPDATE account SET \(assignments) WHERE tenant = $\(count + 1) AND id = $\(count + 2)", binds: binds), ids: [record.id]))
         guard rows.count == 1 else { throw StoreError.unknownAccount(record.id) }
     }
 
-    /// `statement` (an INSERT, UPDATE or DELETE of accounts, without RETURNING) with every row it
-    /// touches announced to the other hosts, in the same statement: the NOTIFY goes out when the
-    /// transaction commits, and never without it. The rows come back with `columns`.
-    func notifying(_ statement: PostgresQuery, returning columns: String = "id") -> PostgresQuery {
+    /// `statement` (an INSERT, UPDATE or DELETE of the accounts `ids`, without RETURNING) with
+    /// every row it touches announced to the tenant's other hosts, in the same statement: the
+    /// NOTIFY goes out when the transaction commits, and never without it. Each payload is
+    /// signed here (`ChangeSigner`); the rows come back with `columns`, which hold `id`.
+    func notifying(_ statement: PostgresQuery, ids: [UUID], returning columns: String = "id") -> PostgresQuery {
         var query = statement
-        query.binds.append(notifyPrefix)
+        query.binds.append(signer.channel)
+        let channel = query.binds.count
+        query.binds.append(ids)
+        query.binds.append(ids.map { signer.payload(owner: leaseOwner, id: $0) })
         query.sql = """
             WITH changed AS (\(statement.sql) RETURNING \(columns))
-            SELECT changed.*, pg_notify('\(Self.channel)', $\(query.binds.count) || changed.id::text) FROM changed
+            SELECT changed.*, pg_notify($\(channel), n.payload) FROM changed
+            JOIN unnest($\(channel + 1)::uuid[], $\(channel + 2)::text[]) AS n (id, payload) ON n.id = changed.id
             """
         return query
     }

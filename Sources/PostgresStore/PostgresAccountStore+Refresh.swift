@@ -73,7 +73,7 @@ extension PostgresAccountStore {
                 handle_verified = handle_verified AND \(handle)::text IS NULL, handle = COALESCE(\(handle), handle),
                 metadata_seal = COALESCE(\(renamed), metadata_seal)
             WHERE tenant = \(tenant) AND id = \(id) AND secrets_version = \(version)
-            """, returning: "secrets_version, id")
+            """, ids: [id], returning: "secrets_version, id")
             guard let row = try await session.run(query).first else { throw try await missedVersion(session, id: id) }
             return try row.decode((Int64, UUID).self).0
         }
@@ -99,7 +99,7 @@ extension PostgresAccountStore {
         let query = notifying(PostgresQuery(
             unsafeSQL: "UPDATE account SET state = $1, state_reason = $2, updated_at = $3\(release) "
                 + "WHERE tenant = $4 AND id = $5 AND ($6::bigint IS NULL OR secrets_version = $6)",
-            binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id, version, leaseOwner)))
+            binds: Self.binds(state.rawValue, reason, at.storedSeconds, settings.tenant, id, version, leaseOwner)), ids: [id])
         try await write("changing an account's state") { [self] session in
             guard try await session.run(query).isEmpty else { return }
             throw try await missedVersion(session, id: id)

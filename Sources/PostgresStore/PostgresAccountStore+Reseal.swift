@@ -43,7 +43,7 @@ extension PostgresAccountStore {
                         state = CASE WHEN state_reason = \(altered) THEN 'active' ELSE state END,
                         state_reason = CASE WHEN state_reason = \(altered) THEN NULL ELSE state_reason END
                     WHERE tenant = \(tenant) AND id = \(id)
-                    """))
+                    """, ids: [id]))
                 sealed.append(id)
             }
             return sealed

@@ -34,7 +34,7 @@ extension PostgresAccountStore {
                 UPDATE account SET is_default = false, metadata_seal = COALESCE(\(newSeal), metadata_seal),
                     updated_at = \(at.storedSeconds)
                 WHERE tenant = \(settings.tenant) AND id = \(record.id)
-                """))
+                """, ids: [record.id]))
         }
     }
 
@@ -50,7 +50,7 @@ extension PostgresAccountStore {
         try await session.run(notifying("""
             UPDATE account SET is_default = true, metadata_seal = \(seal(record)), updated_at = \(at.storedSeconds)
             WHERE tenant = \(settings.tenant) AND id = \(id)
-            """))
+            """, ids: [id]))
     }
 
     /// The seal of a new session's `record` over the row's own default flag (a login never

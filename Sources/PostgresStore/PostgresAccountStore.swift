@@ -18,8 +18,6 @@ import PostgresNIO
 /// (`PostgresDatabase`): nothing waits on a thread, and nothing waits on a silent database
 /// for longer than the deadline.
 public final class PostgresAccountStore: AccountStore {
-    /// The NOTIFY channel; a payload is "tenant owner account-id".
-    static let channel = "blueskyd_accounts"
     /// Names the advisory lock under which one tenant's default changes take turns.
     static let defaultLockPrefix = "blueskyd default account of "
 
@@ -30,6 +28,8 @@ public final class PostgresAccountStore: AccountStore {
     let settings: PostgresStoreSettings
     let database: PostgresDatabase
     let sealer: SecretSealer
+    /// The tenant's NOTIFY channel and the signatures of its payloads.
+    let signer: ChangeSigner
     let logger: Logger
     private let listener: PostgresChangeListener
     /// Whether this host's clock drifted from the database's while running (said once per episode).
@@ -45,6 +45,8 @@ public final class PostgresAccountStore: AccountStore {
         self.settings = settings
         self.leaseOwner = "\(hostName)/\(Self.startNonce())"
         self.sealer = SecretSealer(key: key)
+        let signer = ChangeSigner(storeKey: key, tenant: settings.tenant)
+        self.signer = signer
         self.logger = logger
         self.health = StoreHealth(logger: logger)
         let configuration = try PostgresConnections.clientConfiguration(settings)
@@ -52,7 +54,7 @@ public final class PostgresAccountStore: AccountStore {
                                          deadline: .seconds(settings.statementTimeout), logger: logger) {
             await PostgresConnections.probe(settings, logger: logger)
         }
-        self.listener = PostgresChangeListener(settings: settings, owner: leaseOwner, logger: logger,
+        self.listener = PostgresChangeListener(settings: settings, signer: signer, owner: leaseOwner, logger: logger,
                                                checkInterval: .seconds(min(10, settings.leaseDuration / 4)))
         do throws(StoreError) {
             // A store that cannot be reached says why at start: the pool itself only waits.
@@ -152,9 +154,6 @@ public final class PostgresAccountStore: AccountStore {
             throw StoreError.database(context: context, reason: reason)
         }
     }
-
-    /// The prefix of this host's NOTIFY payloads; the account id follows.
-    var notifyPrefix: String { "\(settings.tenant) \(leaseOwner) " }
 }
 
 extension String {

@@ -22,16 +22,20 @@ final class PostgresChangeListener: Sendable {
     }
 
     private let settings: PostgresStoreSettings
+    private let signer: ChangeSigner
     private let owner: String
+    /// Payloads on the channel that were not a host of this tenant's (their MAC fails).
+    private let forged = Mutex(ForgedPayloads())
     private let logger: Logger
     private let state = Mutex(State())
     let checkInterval: Duration
     let checkDeadline: Duration
     private let reconnect: Backoff
 
-    init(settings: PostgresStoreSettings, owner: String, logger: Logger, checkInterval: Duration = .seconds(10),
-         checkDeadline: Duration = .seconds(5)) {
+    init(settings: PostgresStoreSettings, signer: ChangeSigner, owner: String, logger: Logger,
+         checkInterval: Duration = .seconds(10), checkDeadline: Duration = .seconds(5)) {
         self.settings = settings
+        self.signer = signer
         self.owner = owner
         self.logger = logger
         self.checkInterval = checkInterval
@@ -78,8 +82,10 @@ final class PostgresChangeListener: Sendable {
                     // while nobody listened is read again.
                     if announced { handler(.everything) }
                     announced = true
-                } notification: { [settings, owner] payload in
-                    if let change = Self.change(payload, tenant: settings.tenant, owner: owner) { handler(change) }
+                } notification: { [self] payload in
+                    let (id, forged) = signer.change(payload, me: owner)
+                    if let id { handler(.account(id)) }
+                    if forged { noteForged() }
                 }
             } catch {
                 firstListening.finish()
@@ -114,7 +120,7 @@ final class PostgresChangeListener: Sendable {
         let (interval, deadline) = (checkInterval, checkDeadline)
         let hear: @Sendable () async throws -> Void = {
             defer { readySignal.finish() }
-            try await connection.listen(on: PostgresAccountStore.channel) { notifications in
+            try await connection.listen(on: self.signer.channel) { notifications in
                 readySignal.yield()
                 for try await received in notifications { notification(received.payload) }
             }
@@ -144,16 +150,29 @@ final class PostgresChangeListener: Sendable {
         }
     }
 
-    /// "tenant owner id": another host's change to one of this tenant's accounts, or nil. The
-    /// tenant and the id hold no space; the owner (a host name) may.
-    static func change(_ payload: String, tenant: String, owner: String) -> StoreChange? {
-        guard let first = payload.firstIndex(of: " "), let last = payload.lastIndex(of: " "), first < last,
-              payload[..<first] == tenant, payload[payload.index(after: first)..<last] != owner,
-              let id = UUID(uuidString: String(payload[payload.index(after: last)...])) else {
-            return nil
+    /// A payload no host of this tenant signed: dropped, counted, and said at most once a minute
+    /// (someone who found the channel's name must not fill the journal either).
+    private func noteForged() {
+        let (count, say) = forged.withLock { forged -> (Int, Bool) in
+            forged.count += 1
+            let now = ContinuousClock.now
+            guard forged.lastSaid.map({ now - $0 >= .seconds(60) }) ?? true else { return (forged.count, false) }
+            forged.lastSaid = now
+            return (forged.count, true)
         }
-        return .account(id)
+        if say {
+            logger.warning("dropped a change announcement no host of this tenant signed (another role knows the channel?)",
+                           metadata: ["dropped": "\(count)"])
+        }
     }
+
+    /// How many forged payloads this listener dropped.
+    var forgedCount: Int { forged.withLock { $0.count } }
+}
+
+private struct ForgedPayloads {
+    var count = 0
+    var lastSaid: ContinuousClock.Instant?
 }
 
 /// The listening connection's notifications ended (the connection closed).
