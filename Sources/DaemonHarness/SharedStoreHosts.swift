@@ -1,5 +1,6 @@
 import ATTestbed
 import Foundation
+import Synchronization
 
 /// What every host of a shared PostgreSQL store needs, as a deployment provisions it: one
 /// configuration (the store's URL, a password file, a tenant) and the same store key.
@@ -11,6 +12,10 @@ public enum SharedStoreHosts {
 
     /// Creates the database `name`, owned by a role of the same name with a random password,
     /// on `server`: its URL (without TLS, as the hosts on this machine reach it) and the password.
+    /// The tenant of a host connecting as the owner of `createDatabase`'s default database: row
+    /// -level security (forced) holds every role, the owner too, to the tenant of its name.
+    public static let ownerTenant = "blueskyd"
+
     public static func createDatabase(_ name: String = "blueskyd", on server: PostgresServer) throws
         -> (url: String, password: String)
     {
@@ -20,21 +25,52 @@ public enum SharedStoreHosts {
     }
 
     /// A tenant's own role in `database`, set up as README ("Tenants the database keeps apart")
-    /// says: it may read and write the tables (those there now and those the owner's later
-    /// migrations create), and row-level security holds it to the rows of the tenant of its
-    /// name. Returns its password.
-    public static func createTenantRole(_ role: String, in database: String, owner: String? = nil,
-                                        on server: PostgresServer) throws -> String {
+    /// says, once the owner has migrated the schema: a member of `blueskyd_tenants`, which may
+    /// read and write its tenant's rows (row-level security holds each member to the tenant of
+    /// its name), take its tenant's turn on the lock table, and read, never write, the migration
+    /// record and the seal markers. Returns its password.
+    ///
+    /// The group is granted once per database: a GRANT changes the tables' rights, which every
+    /// session of every other test would wait on and replan for; a new member changes nothing.
+    public static func createTenantRole(_ role: String, in database: String, on server: PostgresServer) throws -> String {
         let password = PostgresServer.randomPassword()
+        let name = "\"" + role.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+        try prepareTenantGroup(in: database, on: server)
         try server.psql("""
             SET log_min_error_statement = panic;
-            CREATE ROLE \(role) LOGIN PASSWORD '\(password)';
-            GRANT USAGE ON SCHEMA public TO \(role);
-            GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO \(role);
-            ALTER DEFAULT PRIVILEGES FOR ROLE \(owner ?? database) IN SCHEMA public
-                GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO \(role);
+            CREATE ROLE \(name) LOGIN PASSWORD '\(password)' NOSUPERUSER NOBYPASSRLS NOCREATEROLE NOCREATEDB IN ROLE blueskyd_tenants;
             """, database: database)
         return password
+    }
+
+    /// Creates the role `blueskyd_tenants` (once per server) and grants it README's rights in
+    /// `database` (once per database), after the owner migrated it.
+    public static func prepareTenantGroup(in database: String, on server: PostgresServer) throws {
+        // Two sessions granting on one table at once fail ("tuple concurrently updated") rather
+        // than wait: this process's tests take turns.
+        try preparedGroups.withLock { prepared in
+            let key = "\(server.socketDirectory):\(server.port)/\(database)"
+            guard !prepared.contains(key) else { return }
+            try server.psql("""
+                DO $$ BEGIN
+                    IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'blueskyd_tenants') THEN CREATE ROLE blueskyd_tenants NOLOGIN; END IF;
+                END $$;
+                \(tenantGrants(to: "blueskyd_tenants"))
+                """, database: database)
+            prepared.insert(key)
+        }
+    }
+
+    private static let preparedGroups = Mutex<Set<String>>([])
+
+    /// README's grants for a tenant's role `name` (an SQL identifier).
+    public static func tenantGrants(to name: String) -> String {
+        """
+        GRANT USAGE ON SCHEMA public TO \(name);
+        GRANT SELECT, INSERT, UPDATE, DELETE ON account, dpop_nonce, oauth_client_key, blueskyd_host, blueskyd_clock TO \(name);
+        GRANT SELECT, INSERT, UPDATE ON blueskyd_tenant_lock TO \(name);
+        GRANT SELECT ON blueskyd_migration, blueskyd_tenant_sealed TO \(name);
+        """
     }
 
     /// Writes `<directory>/blueskyd.toml` (with `extraLines`) and the password file beside it,

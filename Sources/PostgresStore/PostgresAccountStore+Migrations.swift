@@ -120,6 +120,24 @@ extension PostgresAccountStore {
         // The leases held at any moment are a few among millions of rows: every beat looks for
         // its host's that ran out, and the first beat after an outage moves them all on.
         Migration("v7-lease-index", "CREATE INDEX account_lease ON account (tenant, lease_owner) WHERE lease_owner IS NOT NULL"),
+        // Tenants share no more than rows: the owner is held to its own tenant's rows like any
+        // role (FORCE); the migration record and the seal markers are the owner's to write; one
+        // tenant's turn at changing its default is a row of its own, which another tenant can
+        // neither see nor lock (an advisory lock any role could hold). Later migrations that
+        // backfill over every tenant run between NO FORCE and FORCE in their own transaction.
+        Migration("v8-tenancy", """
+            ALTER TABLE account FORCE ROW LEVEL SECURITY;
+            ALTER TABLE oauth_client_key FORCE ROW LEVEL SECURITY;
+            ALTER TABLE dpop_nonce FORCE ROW LEVEL SECURITY;
+            ALTER TABLE blueskyd_host FORCE ROW LEVEL SECURITY;
+            ALTER TABLE blueskyd_clock FORCE ROW LEVEL SECURITY;
+            ALTER TABLE blueskyd_tenant_sealed FORCE ROW LEVEL SECURITY;
+            CREATE TABLE blueskyd_tenant_lock (tenant text PRIMARY KEY);
+            ALTER TABLE blueskyd_tenant_lock ENABLE ROW LEVEL SECURITY;
+            ALTER TABLE blueskyd_tenant_lock FORCE ROW LEVEL SECURITY;
+            CREATE POLICY blueskyd_tenant ON blueskyd_tenant_lock USING (tenant = current_user) WITH CHECK (tenant = current_user);
+            REVOKE ALL ON blueskyd_migration, blueskyd_tenant_sealed FROM PUBLIC
+            """, backfill: backfillTenantRights),
     ]
 
     /// One migration: statements, then (optionally) work in Swift over the rows, in the same
@@ -153,16 +171,47 @@ extension PostgresAccountStore {
         }
     }
 
+    /// Tenant roles granted rights before v8 (README's recipe then granted every table): they
+    /// keep reading the migration record and the seal markers, never write them, and may take
+    /// their tenant's turn on the new lock table.
+    static func backfillTenantRights(_ session: PostgresSession) async throws {
+        let writers = try await session.run("""
+            SELECT DISTINCT quote_ident(a.grantee::regrole::text) FROM pg_class c, aclexplode(c.relacl) a
+            WHERE c.oid IN ('blueskyd_migration'::regclass, 'blueskyd_tenant_sealed'::regclass)
+                AND a.grantee NOT IN (0, c.relowner) AND a.privilege_type <> 'SELECT'
+            """).map { try $0.decode(String.self) }
+        for role in writers {
+            try await session.run(PostgresQuery(unsafeSQL: "REVOKE INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER "
+                                                    + "ON blueskyd_migration, blueskyd_tenant_sealed FROM \(role)"))
+        }
+        let tenants = try await session.run("""
+            SELECT DISTINCT quote_ident(a.grantee::regrole::text) FROM pg_class c, aclexplode(c.relacl) a
+            WHERE c.oid = 'account'::regclass AND a.grantee NOT IN (0, c.relowner) AND a.privilege_type = 'UPDATE'
+            """).map { try $0.decode(String.self) }
+        for role in tenants {
+            try await session.run(PostgresQuery(unsafeSQL: "GRANT SELECT, INSERT, UPDATE ON blueskyd_tenant_lock TO \(role)"))
+        }
+    }
+
     /// How long the migrations may take: a backfill of every account (a million rows) takes far
     /// longer than the 30 s an ordinary operation gets.
     static let migrationDeadline: Duration = .seconds(15 * 60)
 
-    /// Applies the migrations not yet applied. Hosts starting together take turns on an
-    /// advisory lock, so each migration runs once. When every migration is applied nothing is
-    /// created, so that a tenant's role without rights to the schema opens the store too.
+    /// Applies the migrations not yet applied, one host at a time: the turn is an EXCLUSIVE
+    /// lock on `blueskyd_migration`, which only a role that may write it (the owner) can take,
+    /// and which no tenant's reads of it hold up. When every migration is applied no lock is
+    /// taken and nothing is created, so a tenant's role (which may not change the schema) opens
+    /// the store too, and no tenant can stop another's start.
     func migrate() async throws(StoreError) {
         do {
-            try await applyMigrations()
+            guard try await !pendingMigrations().isEmpty else { return }
+            do {
+                try await applyMigrations()
+            } catch .database(_, let reason) where reason.contains("SQLSTATE 23505") || reason.contains("SQLSTATE 42P07") {
+                // Two owners' first starts on an empty database both created the record table:
+                // the one that lost reads it now.
+                try await applyMigrations()
+            }
         } catch .database(let context, let reason) where reason.contains("SQLSTATE 42501") {
             // A tenant's own role (row-level security) may not change the schema: the owner does.
             throw .database(context: context, reason: "\(reason); the role \(settings.user) may not change the schema: "
@@ -170,20 +219,33 @@ extension PostgresAccountStore {
         }
     }
 
+    /// The migrations `blueskyd_migration` does not record (all of them before it exists).
+    private func pendingMigrations() async throws(StoreError) -> [Migration] {
+        // Under the migrations' deadline: the first statements of a start wait for the pool's
+        // first connections, which a loaded database may be slow to give.
+        try await write("reading the schema's version", deadline: Self.migrationDeadline) { session in try await Self.pending(session) }
+    }
+
+    private static func pending(_ session: PostgresSession) async throws -> [Migration] {
+        let exists = try await session.run("SELECT to_regclass('blueskyd_migration') IS NOT NULL").first?.decode(Bool.self) ?? false
+        let applied = exists
+            ? Set(try await session.run("SELECT name FROM blueskyd_migration").map { try $0.decode(String.self) }) : []
+        return migrations.filter { !applied.contains($0.name) }
+    }
+
     private func applyMigrations() async throws(StoreError) {
         let (logger, location) = (logger, settings.location)
         try await write("bringing the schema up to date", deadline: Self.migrationDeadline) { session in
-            try await session.run("SELECT pg_advisory_xact_lock(hashtext('blueskyd schema'))")
-            let exists = try await session.run("SELECT to_regclass('blueskyd_migration') IS NOT NULL").first?.decode(Bool.self) ?? false
-            let applied = exists
-                ? Set(try await session.run("SELECT name FROM blueskyd_migration").map { try $0.decode(String.self) }) : []
-            let pending = Self.migrations.filter { !applied.contains($0.name) }
-            guard !pending.isEmpty else { return }
             try await session.run("""
                 CREATE TABLE IF NOT EXISTS blueskyd_migration (
                     name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())
                 """)
-            for migration in pending {
+            // A tenant's long read of the table (ACCESS SHARE) does not conflict; another
+            // owner's migration does, and is waited for (bounded: the ALTERs below would wait
+            // for readers of `account` too, so give up after a while and say so).
+            try await session.run("SET LOCAL lock_timeout = '60s'")
+            try await session.run("LOCK TABLE blueskyd_migration IN EXCLUSIVE MODE")
+            for migration in try await Self.pending(session) {
                 // The extended protocol takes one statement at a time; none of these holds a ';'.
                 for statement in migration.sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
                     try await session.run(PostgresQuery(unsafeSQL: String(statement)))

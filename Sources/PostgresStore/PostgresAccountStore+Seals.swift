@@ -75,8 +75,12 @@ extension PostgresAccountStore {
 }
 
 extension PostgresAccountStore {
-    /// The tenant's turn at changing its default, held until the transaction ends.
+    /// The tenant's turn at changing its default, held until the transaction ends: its own row
+    /// of `blueskyd_tenant_lock`, which row-level security hides from every other tenant (an
+    /// advisory lock, any role could take and hold).
     func lockDefault(_ session: PostgresSession) async throws {
-        try await session.run("SELECT pg_advisory_xact_lock(hashtextextended(\(Self.defaultLockPrefix + settings.tenant), 0))")
+        let tenant = settings.tenant
+        try await session.run("INSERT INTO blueskyd_tenant_lock (tenant) VALUES (\(tenant)) ON CONFLICT DO NOTHING")
+        try await session.run("SELECT 1 FROM blueskyd_tenant_lock WHERE tenant = \(tenant) FOR UPDATE")
     }
 }

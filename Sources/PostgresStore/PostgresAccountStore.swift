@@ -18,8 +18,6 @@ import PostgresNIO
 /// (`PostgresDatabase`): nothing waits on a thread, and nothing waits on a silent database
 /// for longer than the deadline.
 public final class PostgresAccountStore: AccountStore {
-    /// Names the advisory lock under which one tenant's default changes take turns.
-    static let defaultLockPrefix = "blueskyd default account of "
 
     public let health: StoreHealth
     public let leaseOwner: String

@@ -7,7 +7,8 @@ import Foundation
 /// written through the same store blueskyd uses (sealed with the key every host gets), over
 /// one connection pool for the whole section.
 struct ClusterDatabase {
-    static let tenant = "bench"
+    /// The tables' owner, which row-level security holds to the tenant of its name.
+    static let tenant = SharedStoreHosts.ownerTenant
 
     let server: PostgresServer
     let url: String

@@ -20,7 +20,7 @@ struct LateBeatTests {
             await a.forgetLiveness()
             _ = try await a.heartbeat(on: connection, keeping: [])
             try await connection.close()
-            let alive = try server.psql("""
+            let alive = try await server.run("""
                 SELECT count(*) FROM blueskyd_host WHERE owner = '\(a.leaseOwner)'
                 AND alive_until > extract(epoch FROM clock_timestamp()) - 978307200
                 """, database: SharedTestDatabase.database)

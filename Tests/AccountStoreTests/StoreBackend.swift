@@ -74,22 +74,43 @@ enum SharedTestDatabase {
 
     private static let running = Mutex<PostgresServer?>(nil)
     private static let started = Task<(server: PostgresServer, url: String, password: String), any Error> {
-        try await offThePool {
+        let (server, url, password) = try await offThePool {
             let server = try PostgresServer.start()
             running.withLock { $0 = server }
             atexit { SharedTestDatabase.stop() }
             let (url, password) = try SharedStoreHosts.createDatabase(database, on: server)
             return (server, url, password)
         }
+        // The owner migrates; every tenant then connects as a role of its own name, as README
+        // says (row-level security, forced, holds the owner to the tenant of its name too).
+        let owner = try await PostgresAccountStore(
+            settings: PostgresStoreSettings(url: url, password: password, tenant: database), key: SymmetricKey(size: .bits256),
+            hostName: "owner", logger: Fixtures.logger)
+        await owner.close()
+        try await offThePool { try SharedStoreHosts.prepareTenantGroup(in: database, on: server) }
+        return (server, url, password)
     }
+
+    /// The tenants whose roles exist, with their passwords.
+    private static let roles = Mutex<[String: String]>([:])
 
     static var server: PostgresServer {
         get async throws { try await started.value.server }
     }
 
+    /// A host of `tenant`, connecting as the tenant's own role (made on first use).
     static func settings(tenant: String, leaseDuration: TimeInterval = 60) async throws -> PostgresStoreSettings {
-        let (_, url, password) = try await started.value
-        return try PostgresStoreSettings(url: url, password: password, tenant: tenant, leaseDuration: leaseDuration)
+        let server = try await started.value.server
+        let password = try await role(tenant, on: server)
+        return try PostgresStoreSettings(url: server.url(user: tenant, database: database) + "?sslmode=disable",
+                                         password: password, tenant: tenant, leaseDuration: leaseDuration)
+    }
+
+    private static func role(_ tenant: String, on server: PostgresServer) async throws -> String {
+        if let known = roles.withLock({ $0[tenant] }) { return known }
+        let password = try await offThePool { try SharedStoreHosts.createTenantRole(tenant, in: database, on: server) }
+        roles.withLock { $0[tenant] = password }
+        return password
     }
 
     static func openStore(tenant: String, key: SymmetricKey, hostName: String = "test-host",
@@ -128,5 +149,13 @@ enum SharedTestDatabase {
     /// At exit, which only a started server registered for.
     static func stop() {
         running.withLock { $0 }?.destroy()
+    }
+}
+
+extension PostgresServer {
+    /// `psql` on a thread of its own: a statement may wait for a lock (behind a DDL in another
+    /// test) whose holder needs the cooperative pool to finish, and the pool has two threads.
+    func run(_ sql: String, database: String = SharedTestDatabase.database) async throws -> String {
+        try await offThePool { try self.psql(sql, database: database) }
     }
 }

@@ -13,8 +13,9 @@ import Testing
 struct TenancyTests {
     /// A database of its own (roles are the server's, so each test names its own), migrated by
     /// its owner, with tenant roles `names` set up as README says.
-    private static func database(roles names: [String]) async throws
-        -> (name: String, rolePassword: [String: String], settings: (String, String) throws -> PostgresStoreSettings) {
+    static func database(roles names: [String]) async throws
+        -> (name: String, ownerPassword: String, rolePassword: [String: String],
+            settings: (String, String) throws -> PostgresStoreSettings) {
         let server = try await SharedTestDatabase.server
         let name = "d" + UUID().uuidString.prefix(8).lowercased()
         let (ownerURL, ownerPassword) = try SharedStoreHosts.createDatabase(name, on: server)
@@ -29,10 +30,10 @@ struct TenancyTests {
             try PostgresStoreSettings(url: server.url(user: role, database: name) + "?sslmode=disable",
                                       password: passwords[role], tenant: tenant, leaseDuration: 60)
         }
-        return (name, passwords, settings)
+        return (name, ownerPassword, passwords, settings)
     }
 
-    private static func open(_ settings: PostgresStoreSettings, key: SymmetricKey) async throws -> PostgresAccountStore {
+    static func open(_ settings: PostgresStoreSettings, key: SymmetricKey) async throws -> PostgresAccountStore {
         try await PostgresAccountStore(settings: settings, key: key, hostName: "host", logger: Fixtures.logger)
     }
 
@@ -86,7 +87,10 @@ struct TenancyTests {
         let name = "d" + UUID().uuidString.prefix(8).lowercased()
         _ = try SharedStoreHosts.createDatabase(name, on: server)
         let role = "dave_\(UUID().uuidString.prefix(6).lowercased())"
-        let password = try SharedStoreHosts.createTenantRole(role, in: name, on: server)
+        // Made before the schema exists, so granted the schema alone (README grants the tables
+        // once the owner created them).
+        let password = PostgresServer.randomPassword()
+        try server.psql("CREATE ROLE \(role) LOGIN PASSWORD '\(password)'; GRANT USAGE ON SCHEMA public TO \(role)", database: name)
         let settings = try PostgresStoreSettings(url: server.url(user: role, database: name) + "?sslmode=disable",
                                                  password: password, tenant: role, leaseDuration: 60)
         let error = await #expect(throws: StoreError.self) { try await Self.open(settings, key: SymmetricKey(size: .bits256)) }
@@ -152,7 +156,7 @@ struct TenancyTests {
             try await raw.write { try $0.execute(sql: sql) }
             try raw.close()
         } else {
-            _ = try await SharedTestDatabase.server.psql(sql, database: SharedTestDatabase.database)
+            _ = try await SharedTestDatabase.server.run(sql)
         }
     }
 
@@ -185,7 +189,7 @@ struct TenancyTests {
             UPDATE account SET pds = 'https://pds.attacker.test', metadata_seal = NULL WHERE did = '\(removed.did)'
             """)
         if opened.directory == nil {
-            _ = try await SharedTestDatabase.server.psql("DELETE FROM blueskyd_tenant_sealed", database: SharedTestDatabase.database)
+            _ = try await SharedTestDatabase.server.run("DELETE FROM blueskyd_tenant_sealed")
         } else {
             try await Self.rewrite(opened, "DELETE FROM grdb_migrations WHERE identifier = 'v7-metadata-seal'")
         }

@@ -15,7 +15,8 @@ final class ChaosCluster: @unchecked Sendable {
         var target: String { self == .databaseRestart ? "the database" : "one host" }
     }
 
-    static let tenant = "chaos"
+    /// The tables' owner, which row-level security holds to the tenant of its name.
+    static let tenant = SharedStoreHosts.ownerTenant
     private let directory: TemporaryDirectory
     private let database: PostgresServer
     private let relays: [TCPRelay]

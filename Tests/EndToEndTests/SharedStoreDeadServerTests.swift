@@ -35,7 +35,7 @@ struct SharedStoreDeadServerTests {
             directory.remove()
         } run: {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
-            let store = try await SeededSharedStore(url: url, password: password, tenant: "dead",
+            let store = try await SeededSharedStore(url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                                                     keyDirectory: directory.file("seeding"))
             seeding = store
             let expiry = Date().addingTimeInterval(120)
@@ -54,7 +54,7 @@ struct SharedStoreDeadServerTests {
             }, due: { _ in .distantFuture })
 
             let config = try SharedStoreHosts.writeConfiguration(
-                in: directory.path, url: url, password: password, tenant: "dead",
+                in: directory.path, url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                 extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             for index in 0..<3 {
                 hosts.append(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: store.keyHex, config: config,

@@ -30,7 +30,7 @@ struct SharedStoreEndToEndTests {
         } run: {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
             let config = try SharedStoreHosts.writeConfiguration(
-                in: directory.path, url: url, password: password, tenant: "e2e",
+                in: directory.path, url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                 extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             let key = SharedStoreHosts.randomKeyHex()
             for index in 0..<3 {

@@ -31,7 +31,7 @@ struct SharedStoreOutageTests {
             directory.remove()
         } run: {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
-            let store = try await SeededSharedStore(url: url, password: password, tenant: "outage",
+            let store = try await SeededSharedStore(url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                                                     keyDirectory: directory.file("seeding"))
             seeding = store
             let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth0", "oauth1"],
@@ -44,7 +44,7 @@ struct SharedStoreOutageTests {
             seeding = nil
 
             let config = try SharedStoreHosts.writeConfiguration(
-                in: directory.path, url: url, password: password, tenant: "outage",
+                in: directory.path, url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                 extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             for index in 0..<2 {
                 hosts.append(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: store.keyHex, config: config,
@@ -93,7 +93,7 @@ struct SharedStoreOutageTests {
 
             // Every account falls due on both hosts at once: host 1 takes them, and must not
             // send the refresh tokens host 0 spent.
-            let reopened = try await SeededSharedStore(url: url, password: password, tenant: "outage",
+            let reopened = try await SeededSharedStore(url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                                                        keyDirectory: directory.file("seeding2"), keyHex: store.keyHex)
             seeding = reopened
             try await reopened.makeDue(ids.compactMap(UUID.init(uuidString:)))

@@ -32,7 +32,7 @@ struct SharedStoreSilenceTests {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
             let relayed = url.replacingOccurrences(of: ":\(database.port)/", with: ":\(relay.port)/")
             let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: relayed, password: password,
-                                                                 tenant: "silence", extraLines: ["upstream_timeout_seconds = 5"])
+                                                                 tenant: SharedStoreHosts.ownerTenant, extraLines: ["upstream_timeout_seconds = 5"])
             try SharedStoreHosts.provisionKey(SharedStoreHosts.randomKeyHex(), stateDirectory: directory.file("state"))
             let notify = try NotifySocket(path: directory.file("notify"))
             let socket = directory.file("run/blueskyd.sock")

@@ -33,7 +33,7 @@ struct SharedStoreStormTests {
             directory.remove()
         } run: {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
-            let store = try await SeededSharedStore(url: url, password: password, tenant: "storm",
+            let store = try await SeededSharedStore(url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
                                               keyDirectory: directory.file("seeding"))
             seeding = store
 
@@ -46,7 +46,7 @@ struct SharedStoreStormTests {
                                             issuedAt: minted[index].session.accessExpiresAt.addingTimeInterval(-3600))
             }, due: { _ in .distantFuture })
 
-            let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: "storm")
+            let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: SharedStoreHosts.ownerTenant)
             for index in 0..<3 {
                 hosts.append(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: store.keyHex,
                                                                   config: config, testbed: testbed, logLevel: "notice"))
