@@ -49,6 +49,8 @@ public enum EventLine {
         case "account.sessionEndingSoon": return "the OAuth session ends at \(text("sessionEndsAt")); log in again to keep it"
         case "account.profileUpdated": return "profile: \(params["profile"]?["displayName"]?.stringValue ?? "(no display name)")"
         case "account.defaultChanged": return "is now the default account"
+        case "account.tampered":
+            return "its record has no seal that holds (\(text("seal"))): no token is sent; 'blueskyd store reseal --dry-run' says why"
         case "login.completed": return "logged in (\(text("method")))"
         case "login.failed":
             let who = params["identifier"]?.stringValue.map { " for \($0)" } ?? ""

@@ -15,7 +15,7 @@ struct EventsCommand: ParsableCommand {
 
             Kinds: account.added, account.removed, account.refreshed, account.retrying, \
             account.recovered, account.needsLogin, account.moved, account.handleChanged, \
-            account.sessionEndingSoon, account.profileUpdated, account.defaultChanged, \
+            account.sessionEndingSoon, account.profileUpdated, account.defaultChanged, account.tampered, \
             login.completed, login.failed, daemon.storeUnavailable, daemon.storeAvailable, \
             daemon.stopping.
             """)

@@ -49,6 +49,11 @@ public enum StatusSummary {
         var counts = "\(number(status["active"])) active, \(number(status["needsLogin"])) need login"
         if let retrying = status["retrying"]?.intValue, retrying > 0 { counts += ", \(retrying) retrying" }
         lines.append("accounts:      \(number(status["accounts"])) (\(counts), \(number(status["refreshing"])) refreshing)")
+        if let tampered = status["tampered"]?["count"]?.intValue, tampered > 0 {
+            let unsealed = status["tampered"]?["unsealed"]?.intValue ?? 0
+            lines.append("tampered:      \(tampered) account record\(tampered == 1 ? "" : "s") without a seal that holds "
+                         + "(\(unsealed) unsealed): they send no token; 'blueskyd store reseal --dry-run' lists them")
+        }
         lines.append("default:       \(status["defaultAccount"]?.stringValue ?? "none")")
         if let next = status["nextRefreshAt"]?.stringValue.flatMap(Timestamp.parse) {
             lines.append("next refresh:  \(RelativeTime.upcoming(next, now: now)) (\(Timestamp.format(next)))")

@@ -59,10 +59,12 @@ struct SharedStoreTests {
 
     @Test("a host whose lease ran out records its refresh's outcome without clearing the lease another host took since")
     func outcomeKeepsOthersLease() async throws {
-        try await withTwoHosts(leaseDuration: 2) { (a, b, record) async throws in
+        // A 6-s lease: B's must outlast its claim, A's write and A's claim on two busy cores
+        // (with 2 s a loaded run saw it run out first, and A granted).
+        try await withTwoHosts(leaseDuration: 6) { (a, b, record) async throws in
             let now = Date()
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
-            try await Task.sleep(for: .seconds(2.2))
+            try await Task.sleep(for: .seconds(6.2))
             let later = Date()
             #expect(try await b.claimRefresh(id: record.id, expecting: 1, at: later) == .granted(interruptedAt: now))
             try await a.markState(id: record.id, state: .retrying, reason: "timed out", at: later, lease: .release, ifVersion: 1)

@@ -35,9 +35,16 @@ struct RewrittenRowTests {
             database.destroy()
             directory.remove()
         } run: {
-            // The owner creates the schema and seeds; then tenant "alice" gets a role of its own.
+            // The owner creates the schema; tenants "alice" and "bob" get roles of their own and
+            // seed their accounts as those roles (row-level security holds the owner to its own).
             let (ownerURL, ownerPassword) = try SharedStoreHosts.createDatabase(on: database)
-            let store = try await SeededSharedStore(url: ownerURL, password: ownerPassword, tenant: "alice",
+            let owner = try await SeededSharedStore(url: ownerURL, password: ownerPassword, tenant: SharedStoreHosts.ownerTenant,
+                                                    keyDirectory: directory.file("owner"))
+            await owner.close()
+            let rolePassword = try SharedStoreHosts.createTenantRole("alice", in: "blueskyd", on: database)
+            let bobPassword = try SharedStoreHosts.createTenantRole("bob", in: "blueskyd", on: database)
+            let aliceURL = database.url(user: "alice", database: "blueskyd") + "?sslmode=disable"
+            let store = try await SeededSharedStore(url: aliceURL, password: rolePassword, tenant: "alice",
                                                     keyDirectory: directory.file("seeding"))
             seeding = store
             let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth0"], accessExpiresAt: Date().addingTimeInterval(3600))
@@ -46,8 +53,8 @@ struct RewrittenRowTests {
                                             issuer: testbed.oauthIssuer, pdsURL: testbed.pdsURL, issuedAt: Date())
             }, due: { _ in .distantFuture }).first)
             await store.close()
-            let neighbour = try await SeededSharedStore(url: ownerURL, password: ownerPassword, tenant: "bob",
-                                                        keyDirectory: directory.file("seeding-bob"))
+            let neighbour = try await SeededSharedStore(url: database.url(user: "bob", database: "blueskyd") + "?sslmode=disable",
+                                                        password: bobPassword, tenant: "bob", keyDirectory: directory.file("seeding-bob"))
             let bobsAccount = try SeededOAuthAccounts.mint(at: testbed, names: ["bob0"], accessExpiresAt: Date().addingTimeInterval(3600))
             try await neighbour.write(count: 1, account: { _ in
                 SeededOAuthAccounts.account(bobsAccount[0].session, key: bobsAccount[0].key, isDefault: false,
@@ -55,9 +62,8 @@ struct RewrittenRowTests {
             }, due: { _ in .distantFuture })
             await neighbour.close()
             seeding = nil
-            let rolePassword = try SharedStoreHosts.createTenantRole("alice", in: "blueskyd", on: database)
             let config = try SharedStoreHosts.writeConfiguration(
-                in: directory.path, url: database.url(user: "alice", database: "blueskyd") + "?sslmode=disable",
+                in: directory.path, url: aliceURL,
                 password: rolePassword, tenant: "alice", extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
             host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: store.keyHex, config: config, testbed: testbed)
             let daemon = try #require(host)

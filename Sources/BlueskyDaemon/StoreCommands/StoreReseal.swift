@@ -137,7 +137,9 @@ public struct StoreReseal: Sendable {
             let record = row.record
             // Shown as stored, but never as the terminal would take it: a row's values are the
             // intruder's to write (a carriage return and an erase could show another PDS).
+            // The handle and the default pick an account by name: a seal makes them the row's word.
             var line = "  \(record.id.uuidString.lowercased())  \(Self.visible(record.did))  \(Self.visible(record.handle ?? "-"))"
+                + (record.handleVerified ? " (verified)" : "") + (record.isDefault ? "  DEFAULT" : "")
                 + "  pds=\(Self.visible(record.pds))"
             if let oauth = record.oauth { line += "  issuer=\(Self.visible(oauth.issuer)) token=\(Self.visible(oauth.tokenEndpoint))" }
             lines.append(line)
@@ -177,6 +179,8 @@ public struct StoreReseal: Sendable {
                 "sealed": .bool(sealed.contains(row.record.id)),
             ]
             object["handle"] = row.record.handle.map(JSONValue.string)
+            object["handleVerified"] = .bool(row.record.handleVerified)
+            object["isDefault"] = .bool(row.record.isDefault)
             object["issuer"] = row.record.oauth.map { .string($0.issuer) }
             return .object(object)
         }

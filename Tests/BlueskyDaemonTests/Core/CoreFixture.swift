@@ -104,6 +104,8 @@ final class ScriptedPDS: HTTPFetching, Sendable {
     var deleteRequests: Int { state.withLock { $0.deleteRequests } }
     /// Refresh tokens of `did` the server still honours.
     func liveRefreshTokens(did: String) -> Int { state.withLock { $0.live.values.filter { $0 == did }.count } }
+    /// Whether the server still honours `refreshToken`.
+    func isLive(_ refreshToken: String) -> Bool { state.withLock { $0.live[refreshToken] != nil } }
 
     /// New tokens for `did`: an access JWT expiring in `expiresIn`, a refresh token.
     func issue(did: String, expiresIn: TimeInterval) -> AccountSecrets {

@@ -34,22 +34,12 @@ extension AccountManager {
         if let expected = attempt.expectedDID, expected != did {
             throw .oauthLogin(.subjectMismatch(expected: expected, actual: did))
         }
-        // Signed in again: the session this one replaces.
-        let replaced = try? await registry.id(forDID: did).map { try registry.session($0.uuidString) }
-        let replacedSecrets = try? await replaced?.currentSecrets()
-        let replacedRecord = await replaced?.record
-        // Servers often send no new refresh token to a client signing in again (Google does):
-        // the one held, of the same client, stays good, and the session keeps its upkeep.
-        var refreshToken = tokens.refreshToken
-        let keptRefreshToken = refreshToken == nil && replacedRecord?.oauth?.clientID == plan.request.client.clientID
-            && replacedRecord?.oauth?.clientKind == .oauth2 && !(replacedSecrets?.refreshToken.isEmpty ?? true)
-        if keptRefreshToken { refreshToken = replacedSecrets?.refreshToken }
         let info = OAuthSessionInfo(
             issuer: plan.metadata.issuer, tokenEndpoint: plan.metadata.tokenEndpoint.absoluteString,
             revocationEndpoint: plan.metadata.revocationEndpoint?.absoluteString, scope: tokens.scope ?? plan.request.scope,
-            sessionStartedAt: now, clientKind: refreshToken == nil ? .oauth2AccessOnly : .oauth2,
+            sessionStartedAt: now, clientKind: tokens.refreshToken == nil ? .oauth2AccessOnly : .oauth2,
             clientID: plan.request.client.clientID)
-        let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: refreshToken ?? "", oauth2: plan.facts)
+        let secrets = AccountSecrets(accessToken: tokens.accessToken, refreshToken: tokens.refreshToken ?? "", oauth2: plan.facts)
         let handle = OAuth2AccountKey.handle(person.handle, apiOrigin: plan.apiOrigin)
         // The server speaks for its own accounts: a handle on its own host is verified by the
         // login; another (`bob@elsewhere`) is shown but names nothing.
@@ -57,23 +47,41 @@ extension AccountManager {
             id: UUID(), did: did, handle: handle, handleVerified: handle.map { OAuth2AccountKey.isOwn($0, apiOrigin: plan.apiOrigin) } ?? false,
             pds: plan.apiOrigin, authKind: .oauth2,
             state: .active, createdAt: now, updatedAt: now, lastRefreshAt: now, accessExpiresAt: tokens.accessExpiresAt,
-            refreshExpiresAt: refreshToken == nil ? tokens.accessExpiresAt : nil, oauth: info,
+            refreshExpiresAt: tokens.refreshToken == nil ? tokens.accessExpiresAt : nil, oauth: info,
             profile: person.profile)
-        let (saved, session) = try await register(record, secrets: secrets)
+        let (saved, session, replaced) = try await register(record, secrets: secrets, settle: Self.keepingRefreshToken)
         // The replaced session is revoked where a revocation ends that one token's grant alone
         // (Mastodon-style servers: an app authorisation per login). Elsewhere (an SSO server)
         // revoking it may end the user's whole session, the new tokens with it: it is left to
-        // expire there.
-        if let replacedSecrets, let replacedRecord, !keptRefreshToken, plan.metadata.appRegistrationEndpoint != nil,
-           replacedSecrets.accessToken != secrets.accessToken {
+        // expire there. A refresh token kept from it is not revoked, of course.
+        if let replaced, let replacedSecrets = replaced.replacedSecrets, plan.metadata.appRegistrationEndpoint != nil,
+           replacedSecrets.refreshToken.isEmpty || replacedSecrets.refreshToken != replaced.secrets.refreshToken,
+           replacedSecrets.accessToken != replaced.secrets.accessToken {
             background.start(.login) { [environment] in
-                await AccountSession.revokeOAuth2Tokens(replacedSecrets, of: replacedRecord, environment: environment, logger: self.logger)
+                await AccountSession.revokeOAuth2Tokens(replacedSecrets, of: replaced.replacedRecord, environment: environment,
+                                                        logger: self.logger)
             }
         }
         // A login starts the profile afresh: the cache of an earlier session is not this one's.
         if let profile = person.profile { await session.adoptProfile(profile) }
         if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
         return saved.id
+    }
+
+    /// Servers often send no new refresh token to a client signing in again (Google does): the
+    /// one the replaced session holds *now*, of the same client, stays good, and the session
+    /// keeps its upkeep.
+    static func keepingRefreshToken(_ proposed: AccountRecord, _ secrets: AccountSecrets, replacedRecord: AccountRecord,
+                                    _ replacedSecrets: AccountSecrets?) -> (AccountRecord, AccountSecrets) {
+        guard secrets.refreshToken.isEmpty, let held = replacedSecrets?.refreshToken, !held.isEmpty,
+              replacedRecord.oauth?.clientID == proposed.oauth?.clientID, replacedRecord.oauth?.clientKind == .oauth2 else {
+            return (proposed, secrets)
+        }
+        var (record, kept) = (proposed, secrets)
+        kept.refreshToken = held
+        record.oauth?.clientKind = .oauth2
+        record.refreshExpiresAt = nil
+        return (record, kept)
     }
 
     /// The person the tokens belong to: the server's profile (its subject, handle and what a

@@ -83,7 +83,7 @@ extension AccountManager {
             id: UUID(), did: did, handle: resolved.handle?.description, handleVerified: resolved.handleVerified,
             pds: resolved.pds.absoluteString, authKind: .oauth, state: .active, createdAt: now, updatedAt: now,
             lastRefreshAt: now, accessExpiresAt: tokens.expiresAt, refreshExpiresAt: info.sessionEndsAt, oauth: info)
-        let (saved, _) = try await register(record, secrets: secrets)
+        let (saved, _, _) = try await register(record, secrets: secrets)
         environment.nonceSaver.save(oauth.storedNonces(did: did, account: saved.id))
         if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
         return saved.id

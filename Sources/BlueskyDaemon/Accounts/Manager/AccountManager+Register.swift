@@ -7,26 +7,26 @@ extension AccountManager {
     /// already registered, the known account signed in again in place (an upgrade to OAuth, a
     /// needs-login account mended). In place keeps the id, the creation date and the default
     /// flag, so scripts naming the account by UUID never notice. Schedules its next refresh.
-    func register(_ proposed: AccountRecord, secrets: AccountSecrets)
-        async throws(DaemonError) -> (record: AccountRecord, session: AccountSession)
-    {
+    /// - Parameter settle: for an account signed in again, the record and secrets to store,
+    ///   given the proposed ones and the session replaced as it is when the login takes its
+    ///   turn (`AccountSession.signInAgain`).
+    func register(
+        _ proposed: AccountRecord, secrets: AccountSecrets,
+        settle: @escaping @Sendable (AccountRecord, AccountSecrets, AccountRecord, AccountSecrets?) -> (AccountRecord, AccountSecrets)
+            = { record, secrets, _, _ in (record, secrets) }
+    ) async throws(DaemonError) -> (record: AccountRecord, session: AccountSession, replaced: AccountSession.SignedInAgain?) {
         var record = proposed
         let account = "\(record.id.uuidString.lowercased())"
         let session: AccountSession
+        var replaced: AccountSession.SignedInAgain?
         if let existingID = registry.id(forDID: record.did), let existing = try? registry.session(existingID.uuidString) {
-            let old = await existing.record
-            record.id = old.id
-            do {
-                // The store keeps the account's own columns (creation date, default, profile).
-                record.secretsVersion = try await store.replaceSession(record, secrets: secrets)
-            } catch {
-                throw .internalError("cannot save the account: \(error)")
-            }
-            await existing.signedIn(record, secrets: secrets)
+            let again = try await existing.signInAgain(record, secrets: secrets, settle: settle)
+            record = again.record
+            replaced = again
             session = existing
             logger.info("account signed in again", metadata: [
                 "account": "\(record.id.uuidString.lowercased())", "did": "\(record.did)",
-                "was": "\(old.authKind.rawValue)", "auth": "\(record.authKind.rawValue)",
+                "was": "\(again.replacedRecord.authKind.rawValue)", "auth": "\(record.authKind.rawValue)",
             ])
         } else {
             do {
@@ -44,7 +44,7 @@ extension AccountManager {
             ])
         }
         refreshProfileSoon(of: session)
-        return (record, session)
+        return (record, session, replaced)
     }
 
     /// Starts keeping an account the store holds: its session in the registry (which tells the

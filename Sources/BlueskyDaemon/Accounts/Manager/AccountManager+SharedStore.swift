@@ -29,7 +29,7 @@ extension AccountManager {
         let session = try? registry.session(id.uuidString)
         switch (session, stored) {
         case (let session?, let stored?):
-            await session.apply(.stored(stored))
+            await session.adoptStored(stored)
         case (let session?, nil):
             guard await forget(await session.record, fields: ["elsewhere": .bool(true)]) else { return }
             logger.info("account removed on another host", metadata: ["account": "\(id.uuidString.lowercased())"])

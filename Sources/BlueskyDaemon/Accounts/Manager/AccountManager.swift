@@ -96,7 +96,7 @@ final class AccountManager: Sendable {
             lastRefreshAt: now, accessExpiresAt: session.accessExpiresAt, refreshExpiresAt: session.refreshExpiresAt,
             refreshStartedAt: nil)
         let secrets = AccountSecrets(accessToken: session.accessJwt, refreshToken: session.refreshJwt)
-        let (saved, _) = try await register(record, secrets: secrets)
+        let (saved, _, _) = try await register(record, secrets: secrets)
         if isFirst || makeDefault { return try await setDefault(saved.id.uuidString) }
         return saved
     }

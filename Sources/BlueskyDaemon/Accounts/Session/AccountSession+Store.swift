@@ -39,7 +39,7 @@ extension AccountSession {
     @discardableResult
     func readStored() async -> Bool {
         guard let stored = try? await environment.store.account(id: id) else { return false }
-        apply(.stored(stored))
+        adoptStored(stored)
         return true
     }
 
@@ -48,7 +48,7 @@ extension AccountSession {
     func adoptRefreshDoneElsewhere() async throws(DaemonError) -> AccountSecrets {
         let stored = try await storedRecord()
         let secrets = try await storedSecrets()
-        apply(.stored(stored))
+        adoptStored(stored)
         try requireUsable()
         if state.record.secretsVersion == stored.secretsVersion { cache(secrets, version: stored.secretsVersion) }
         logger.debug("tokens refreshed by another host", metadata: ["outcome": "adopted"])
@@ -69,7 +69,7 @@ extension AccountSession {
             if stored.secretsVersion != version { return try await adoptRefreshDoneElsewhere() }
             if stored.refreshStartedAt == nil {
                 // The holder's refresh ended without new tokens: its verdict is the account's.
-                apply(.stored(stored))
+                adoptStored(stored)
                 try requireUsable()
                 throw .upstreamUnavailable(stored.stateReason ?? "another host's refresh failed", retryAfter: nil)
             }

@@ -81,11 +81,36 @@ actor AccountSession {
         var last = input
         var write = apply(input)
         while let pending = write {
-            guard let result = await perform(pending) else { break }
+            active.storeWritesInFlight += 1
+            let result = await perform(pending)
+            active.storeWritesInFlight -= 1
+            guard let result else { break }
             last = result
             write = apply(result)
         }
+        await readAgainIfAsked()
         return last
+    }
+
+    /// Takes a record read from the store (another host's change, or a look after a claim).
+    /// One of the same tokens' version read while this host's own write is out may predate
+    /// that write (a NOTIFY of an older change read just before it committed): it is not
+    /// taken, and the account is read again once the write is done.
+    func adoptStored(_ stored: AccountRecord) {
+        if stored.secretsVersion == state.record.secretsVersion, let activity, activity.storeWritesInFlight > 0 {
+            activity.readAgainAfterWrites = true
+            return
+        }
+        apply(.stored(stored))
+    }
+
+    /// The read `adoptStored` put off, once no write of this host's is out.
+    private func readAgainIfAsked() async {
+        while let activity, activity.readAgainAfterWrites, activity.storeWritesInFlight == 0 {
+            activity.readAgainAfterWrites = false
+            guard let stored = try? await environment.store.account(id: id) else { return }
+            adoptStored(stored)
+        }
     }
 
     // MARK: - Activity (caches and tasks of an account in use)
@@ -257,8 +282,15 @@ final class SessionActivity {
     var cachedDPoPKey: (raw: Data, key: DPoPKey)?
     var refreshInFlight: Task<AccountSecrets, any Error>?
     var identityCheckInFlight: Task<Void, Never>?
+    /// This host's store writes out now (`drive`), and whether a record read meanwhile was put
+    /// off until they are done (`adoptStored`).
+    var storeWritesInFlight = 0
+    var readAgainAfterWrites = false
 
     /// True when nothing here is in use: the session may drop it. Without cached tokens the
     /// account is not making calls, and the parsed URL and key go with them.
-    var isIdle: Bool { cachedSecrets == nil && refreshInFlight == nil && identityCheckInFlight == nil }
+    var isIdle: Bool {
+        cachedSecrets == nil && refreshInFlight == nil && identityCheckInFlight == nil && storeWritesInFlight == 0
+            && !readAgainAfterWrites
+    }
 }
