@@ -89,10 +89,16 @@ struct LivenessTests {
             try await a.insert(record, secrets: Fixtures.secrets())
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
             await b.observeChanges { _ in }  // B beats; A never does (it "died" holding the lease)
-            try await Task.sleep(for: .seconds(1.5))
+            let id = record.id.uuidString.lowercased()
+            // B's first beat has landed (the tenant's clock row exists): before it, "the last
+            // beat" is no beat at all, and a loaded run once got there first.
+            #expect(try await eventually {
+                try await server.run("""
+                    SELECT count(*) FROM blueskyd_clock WHERE tenant = (SELECT tenant FROM account WHERE id = '\(id)')
+                    """) == "1"
+            })
             // As if the database had been away from both hosts for 60 s: every beat, lease and
             // liveness 60 s old.
-            let id = record.id.uuidString.lowercased()
             // One transaction: a beat of B's lands before or after both, never between them.
             _ = try await server.run("""
                 BEGIN;
