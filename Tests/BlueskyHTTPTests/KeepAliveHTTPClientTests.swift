@@ -123,7 +123,9 @@ struct KeepAliveHTTPClientTests {
         let server = try await ScriptedHTTPServer.start()
         let http = try client(maxConnections: 1)
         let silent = url(server, "/silent")
-        let occupying = Task { try? await http.send(OutboundRequest(url: silent), timeout: .seconds(5)) }
+        // Held for the whole test: a loaded machine once took over 5 s to reach the second
+        // request, the first had timed out, and the second got the connection it freed.
+        let occupying = Task { try? await http.send(OutboundRequest(url: silent), timeout: .seconds(120)) }
         // Wait until the silent request holds the only connection.
         while server.connections == 0 { await Task.yield() }
         await #expect(throws: HTTPError.timedOut("http://127.0.0.1:\(server.port)/echo")) {
