@@ -22,6 +22,9 @@ public struct AccountSummary: Sendable, Equatable {
     public var displayName: String?
     /// The authorization server that granted an OAuth session.
     public var issuer: String?
+    /// Set when the account's row has no seal that holds ("unsealed" or "tampered"): nothing
+    /// shown of it is to be trusted.
+    public var tampered: String?
 
     public init(json: JSONValue) {
         func text(_ key: String) -> String? { json[key]?.stringValue }
@@ -40,6 +43,7 @@ public struct AccountSummary: Sendable, Equatable {
         sessionEndsAt = json["oauth"]?["sessionEndsAt"]?.stringValue.flatMap(Timestamp.parse)
         displayName = json["profile"]?["displayName"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }
         issuer = json["oauth"]?["issuer"]?.stringValue
+        tampered = text("tampered")
     }
 
     /// The handle as people should read it, marked when the daemon could not verify it.
@@ -59,7 +63,12 @@ public struct AccountSummary: Sendable, Equatable {
 
     /// The `bskyctl login` command that signs this account in again the way it was.
     public var loginCommand: String {
-        switch auth {
+        // The row's handle, DID and issuer may be an intruder's: a login built from them
+        // would hand the account's password to that server.
+        if tampered != nil {
+            return "bskyctl login <your own handle> (the record was changed outside blueskyd; do not use what it shows)"
+        }
+        return switch auth {
         // Another OAuth 2.0 server's account is signed in again at its server (the same
         // person there replaces it in place).
         case "oauth2": "bskyctl login \(issuer ?? loginName)"

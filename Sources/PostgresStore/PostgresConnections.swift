@@ -16,6 +16,10 @@ enum PostgresConnections {
     static let startupParameters: [(String, String)] = [
         ("synchronous_commit", "on"), ("default_transaction_isolation", "read committed"),
         ("application_name", "blueskyd"),
+        // blueskyd's tables are in `public`, and only there: the default path puts a schema
+        // named like the role first, where anyone with CREATE on the database could place an
+        // `account` view that captures the tenant's rows. Temporary tables come last.
+        ("search_path", "public, pg_temp"),
     ]
 
     /// The pool's configuration: `store_connections` connections at most, 5 s to connect

@@ -128,3 +128,82 @@ struct TenantIsolationTests {
                 "\(String(describing: writing))")
     }
 }
+
+/// What a blind attack from the docs found on the tenant boundary (helper report, 2026-11-28).
+@Suite("Tenants: what the owner's rights and a loose grant could do", .timeLimit(.minutes(2)))
+struct TenantLooseningTests {
+    @Test("""
+        row-level security switched off, or a policy loosened, by someone with the owner's rights: every host, the \
+        owner's too, refuses to start, saying the schema was changed
+        """)
+    func loosenedSchemaRefused() async throws {
+        let alice = "alice_\(UUID().uuidString.prefix(6).lowercased())"
+        for change in ["ALTER TABLE account NO FORCE ROW LEVEL SECURITY",
+                       "DROP POLICY blueskyd_tenant ON blueskyd_host; CREATE POLICY blueskyd_tenant ON blueskyd_host USING (true)",
+                       "CREATE POLICY open_reads ON account FOR SELECT USING (true)"] {
+            let db = try await TenancyTests.database(roles: [alice + "_\(change.count)"])
+            let (server, name, role) = (try await SharedTestDatabase.server, db.name, alice + "_\(change.count)")
+            _ = try await offThePool { try server.psql(change, database: name) }
+            let error = await #expect(throws: StoreError.self, "\(change)") {
+                try await TenancyTests.open(db.settings(role, role), key: SymmetricKey(size: .bits256))
+            }
+            #expect(error?.description.contains("is not as blueskyd made it") == true, "\(String(describing: error))")
+            let owner = await #expect(throws: StoreError.self, "\(change)") {
+                try await TenancyTests.open(
+                    PostgresStoreSettings(url: server.url(user: name, database: name) + "?sslmode=disable", password: db.ownerPassword,
+                                          tenant: name), key: SymmetricKey(size: .bits256))
+            }
+            #expect(owner != nil)
+        }
+    }
+
+    @Test("""
+        a tenant role that may update one column of the migration record, inherits the owner, may create roles, or may \
+        act as another login role is refused at start
+        """)
+    func looseGrantsRefused() async throws {
+        let suffix = UUID().uuidString.prefix(6).lowercased()
+        let (a, b, c, d, other) = ("a_\(suffix)", "b_\(suffix)", "c_\(suffix)", "d_\(suffix)", "o_\(suffix)")
+        let db = try await TenancyTests.database(roles: [a, b, c, d, other])
+        let (server, name) = (try await SharedTestDatabase.server, db.name)
+        _ = try await offThePool {
+            try server.psql("""
+                GRANT UPDATE (name) ON blueskyd_migration TO \(a);
+                GRANT \(name) TO \(b);
+                ALTER ROLE \(c) CREATEROLE;
+                GRANT \(other) TO \(d);
+                """, database: name)
+        }
+        for role in [a, b, c, d] {
+            let error = await #expect(throws: StoreError.self, "\(role)") {
+                try await TenancyTests.open(db.settings(role, role), key: SymmetricKey(size: .bits256))
+            }
+            #expect(error?.description.contains("may change what every tenant relies on") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test("a schema named like the tenant's role, holding its own account table, does not capture the tenant's rows")
+    func shadowSchemaIgnored() async throws {
+        let alice = "alice_\(UUID().uuidString.prefix(6).lowercased())"
+        let db = try await TenancyTests.database(roles: [alice])
+        let (server, name) = (try await SharedTestDatabase.server, db.name)
+        // As an administrator could (or any role with CREATE on the database): first in the
+        // default search path ("$user", public).
+        _ = try await offThePool {
+            try server.psql("""
+                CREATE SCHEMA \(alice);
+                CREATE TABLE \(alice).account (LIKE public.account INCLUDING ALL);
+                GRANT USAGE ON SCHEMA \(alice) TO \(alice);
+                GRANT SELECT, INSERT, UPDATE, DELETE ON \(alice).account TO \(alice);
+                """, database: name)
+        }
+        let store = try await TenancyTests.open(db.settings(alice, alice), key: SymmetricKey(size: .bits256))
+        try await store.insert(Fixtures.record(), secrets: Fixtures.secrets())
+        await store.close()
+        let counts = try await offThePool {
+            try server.psql("SELECT (SELECT count(*) FROM \(alice).account) || ' ' || (SELECT count(*) FROM public.account)",
+                            database: name)
+        }
+        #expect(counts == "0 1", "the shadow table got nothing, the real one the account")
+    }
+}

@@ -41,6 +41,8 @@ struct AccountChangeTests {
         #expect(kinds(tampered, from: tampered).isEmpty, "said once")
         #expect(kinds(tampered, from: unsealed) == ["account.tampered"], "a seal found broken after none is news")
         #expect(tampered.eventKeys.handle == nil, "a name the row alone claims is not the account's")
+        let view = AccountView.json(tampered, nextRefreshAt: nil)
+        #expect(view["handleVerified"] == false && view["tampered"] == "tampered", "shown as unverified, and why")
     }
 
     @Test("""

@@ -24,6 +24,11 @@ final class AccountRegistry: Sendable {
 
     var defaultID: UUID? { index.withLock { $0.defaultID } }
 
+    /// Whether a login should make its account the default: none is, and no account's row
+    /// fails its seal (the default may be among those: someone who cleared it and flagged
+    /// another row would otherwise have the next login make that one the default).
+    var needsDefault: Bool { defaultID == nil && census.altered(limit: 0).count == 0 }
+
     var allSessions: [AccountSession] { index.withLock { Array($0.byID.values) } }
 
     func contains(_ id: UUID) -> Bool { index.withLock { $0.byID[id] != nil } }

@@ -11,7 +11,8 @@ enum AccountView {
             "id": .string(record.id.uuidString.lowercased()),
             "did": .string(record.did),
             "handle": record.handle.map(JSONValue.string) ?? .null,
-            "handleVerified": .bool(record.handleVerified),
+            // A row whose seal fails has nothing of its own to show as verified.
+            "handleVerified": .bool(record.handleVerified && record.selectorsAreSealed),
             "pds": .string(record.pds),
             "auth": .string(record.authKind.rawValue),
             "state": .string(record.state.rawValue),
@@ -24,6 +25,9 @@ enum AccountView {
             "refreshInterruptedAt": timestamp(refreshInterruptedAt),
             "profile": ProfileView.json(record.profile),
         ]
+        // Its handle, DID and servers are the row's word only: a login built from them could
+        // send a password to whoever rewrote it.
+        if record.isAltered { fields["tampered"] = .string(record.alteredCheck.rawValue) }
         if let oauth = record.oauth {
             fields["oauth"] = .object([
                 "issuer": .string(oauth.issuer),

@@ -64,7 +64,7 @@ extension AccountManager {
         }
         // A login starts the profile afresh: the cache of an earlier session is not this one's.
         if let profile = person.profile { await session.adoptProfile(profile) }
-        if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
+        if registry.needsDefault || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
         return saved.id
     }
 

@@ -85,7 +85,7 @@ extension AccountManager {
             lastRefreshAt: now, accessExpiresAt: tokens.expiresAt, refreshExpiresAt: info.sessionEndsAt, oauth: info)
         let (saved, _, _) = try await register(record, secrets: secrets)
         environment.nonceSaver.save(oauth.storedNonces(did: did, account: saved.id))
-        if registry.defaultID == nil || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
+        if registry.needsDefault || attempt.makeDefault { _ = try await setDefault(saved.id.uuidString) }
         return saved.id
     }
 }

@@ -88,7 +88,7 @@ final class AccountManager: Sendable {
         }
         let now = environment.now()
         // The first account, or the first since the default one was removed, becomes the default.
-        let isFirst = registry.defaultID == nil
+        let isFirst = registry.needsDefault
         let record = AccountRecord(
             id: UUID(), did: did, handle: resolved.handle?.description ?? session.handle,
             handleVerified: resolved.handleVerified, pds: resolved.pds.absoluteString, authKind: .appPassword,
