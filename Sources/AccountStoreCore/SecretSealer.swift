@@ -42,11 +42,6 @@ package struct SecretSealer: Sendable {
         return seal
     }
 
-    /// Whether `seal` is the seal of `record`'s metadata.
-    package func isSealed(_ record: AccountRecord, tenant: String, seal: Data?) -> Bool {
-        check(record, tenant: tenant, seal: seal) == .holds
-    }
-
     /// What `seal` says of `record`: a seal of this version that holds, one an older blueskyd
     /// wrote that holds over what it covered (routing, not the handle or default), none, or
     /// one that does not match.

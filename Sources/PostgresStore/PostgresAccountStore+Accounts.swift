@@ -68,10 +68,7 @@ extension PostgresAccountStore {
         try await write("saving an account's identity") { [self] session in
             // Merged into the row as it is now and sealed from it: `record` may be older than a
             // login stored meanwhile, whose auth kind and endpoints must not be sealed over.
-            guard let row = try await session.run(PostgresQuery(
-                unsafeSQL: "SELECT \(Self.recordColumns) FROM account WHERE tenant = $1 AND id = $2 FOR UPDATE",
-                binds: Self.binds(tenant, record.id))).first else { throw StoreError.unknownAccount(record.id) }
-            var stored = try verified(row)
+            guard var stored = try await lockedRecord(session, id: record.id) else { throw StoreError.unknownAccount(record.id) }
             guard !stored.isAltered else { throw StoreError.recordAltered(account: record.id) }
             stored.merge(identityOf: record)
             try await session.run(notifying("""

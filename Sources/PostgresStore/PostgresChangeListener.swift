@@ -165,9 +165,6 @@ final class PostgresChangeListener: Sendable {
                            metadata: ["dropped": "\(count)"])
         }
     }
-
-    /// How many forged payloads this listener dropped.
-    var forgedCount: Int { forged.withLock { $0.count } }
 }
 
 private struct ForgedPayloads {

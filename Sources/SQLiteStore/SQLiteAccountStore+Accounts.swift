@@ -33,10 +33,7 @@ extension SQLiteAccountStore {
         try await performWrite("saving an account's identity") { [self] db in
             // Merged into the row as it is now and sealed from it: `record` may be older than a
             // login stored meanwhile, whose auth kind and endpoints must not be sealed over.
-            guard let row = try Row.fetchOne(db, AccountRecord.filter(key: record.id)) else {
-                throw StoreError.unknownAccount(record.id)
-            }
-            var stored = try verified(row)
+            var stored = try currentRecord(db, id: record.id)
             guard !stored.isAltered else { throw StoreError.recordAltered(account: record.id) }
             stored.merge(identityOf: record)
             try db.execute(

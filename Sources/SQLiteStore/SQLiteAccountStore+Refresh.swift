@@ -40,10 +40,10 @@ extension SQLiteAccountStore {
         return try await performWrite("saving a refreshed session") { [self] db in
             // A rename changes a sealed column: sealed anew from the row, over a seal that held.
             let renamed = try handle.map { handle throws -> Data in
-                guard try Int64.fetchOne(db, sql: "SELECT secrets_version FROM account WHERE id = ?", arguments: [id]) == version else {
+                guard let seal = try renamedSeal(db, id: id, handle: handle, version: version) else {
                     throw StoreError.fencedWriteMissed(id, accountExists: try AccountRecord.exists(db, key: id))
                 }
-                return try renamedSeal(db, id: id, handle: handle)
+                return seal
             }
             try db.execute(
                 sql: """

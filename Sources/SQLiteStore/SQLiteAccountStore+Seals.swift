@@ -46,10 +46,13 @@ extension SQLiteAccountStore {
         return (sealed.isDefault, seal(sealed))
     }
 
-    /// The seal of the row after a refresh renamed it (the new handle not yet verified); refused
-    /// for a row whose seal fails, before anything is written.
-    func renamedSeal(_ db: Database, id: UUID, handle: String) throws -> Data {
-        var record = try currentRecord(db, id: id)
+    /// The seal of the row after a refresh renamed it (the new handle not yet verified), or nil
+    /// when the row is gone or its tokens moved past `version`; refused for a row whose seal
+    /// fails, before anything is written.
+    func renamedSeal(_ db: Database, id: UUID, handle: String, version: Int64) throws -> Data? {
+        guard let row = try Row.fetchOne(db, AccountRecord.filter(key: id)) else { return nil }
+        var record = try verified(row)
+        guard record.secretsVersion == version else { return nil }
         guard record.sealCheck == .holds else { throw StoreError.recordAltered(account: id) }
         record.handle = handle
         record.handleVerified = false

@@ -42,12 +42,7 @@ struct LivenessTests {
             // host, however long A's close took on two busy cores (which made this test fail).
             try await Self.beatNow(server, tenantOf: record.id)
             let claimed = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
-            let rows = try await server.run("""
-                SELECT owner, alive_until, extract(epoch FROM clock_timestamp()) - 978307200 FROM blueskyd_host
-                WHERE tenant = (SELECT tenant FROM account WHERE id = '\(record.id.uuidString.lowercased())');
-                SELECT last_beat FROM blueskyd_clock WHERE tenant = (SELECT tenant FROM account WHERE id = '\(record.id.uuidString.lowercased())');
-                """, database: SharedTestDatabase.database)
-            #expect(claimed == .granted(interruptedAt: started), "\(claimed) \(rows)")
+            #expect(claimed == .granted(interruptedAt: started), "\(claimed)")
         }
     }
 

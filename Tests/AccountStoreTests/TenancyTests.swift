@@ -37,6 +37,14 @@ struct TenancyTests {
         try await PostgresAccountStore(settings: settings, key: key, hostName: "host", logger: Fixtures.logger)
     }
 
+    /// A host of database `name` connecting as its owner (the role of the same name), for
+    /// `tenant` (the owner's own by default).
+    static func ownerSettings(_ name: String, password: String, tenant: String? = nil) async throws -> PostgresStoreSettings {
+        let server = try await SharedTestDatabase.server
+        return try PostgresStoreSettings(url: server.url(user: name, database: name) + "?sslmode=disable", password: password,
+                                         tenant: tenant ?? name)
+    }
+
     @Test("a tenant's own role reads and writes its rows only, whatever SQL it sends")
     func roleSeesItsRowsOnly() async throws {
         let suffix = UUID().uuidString.prefix(6).lowercased()

@@ -25,10 +25,9 @@ struct TenantIsolationTests {
         }
         #expect(unforced == "", "tables without forced row-level security: \(unforced)")
         // The owner, named for another tenant, is refused: it would see none of that tenant's rows.
-        let ownerURL = server.url(user: db.name, database: name) + "?sslmode=disable"
+        let settings = try await TenancyTests.ownerSettings(name, password: db.ownerPassword, tenant: "alice")
         let error = await #expect(throws: StoreError.self) {
-            try await TenancyTests.open(PostgresStoreSettings(url: ownerURL, password: db.ownerPassword, tenant: "alice"),
-                                        key: SymmetricKey(size: .bits256))
+            try await TenancyTests.open(settings, key: SymmetricKey(size: .bits256))
         }
         #expect(error?.description.contains("set tenant = \"\(db.name)\"") == true, "\(String(describing: error))")
     }
@@ -90,9 +89,7 @@ struct TenantIsolationTests {
         try await store.setDefault(id: b.id, at: Date())
         #expect(try await store.account(id: b.id)?.isDefault == true)
         await store.close()
-        let owner = try await TenancyTests.open(
-            PostgresStoreSettings(url: server.url(user: db.name, database: name) + "?sslmode=disable", password: db.ownerPassword,
-                                  tenant: db.name), key: key)
+        let owner = try await TenancyTests.open(try await TenancyTests.ownerSettings(name, password: db.ownerPassword), key: key)
         await owner.close()
         let took = clock.now - started
         #expect(took < .seconds(20), "took \(took) while bob held his locks")
@@ -148,10 +145,9 @@ struct TenantLooseningTests {
                 try await TenancyTests.open(db.settings(role, role), key: SymmetricKey(size: .bits256))
             }
             #expect(error?.description.contains("is not as blueskyd made it") == true, "\(String(describing: error))")
+            let ownerSettings = try await TenancyTests.ownerSettings(name, password: db.ownerPassword)
             let owner = await #expect(throws: StoreError.self, "\(change)") {
-                try await TenancyTests.open(
-                    PostgresStoreSettings(url: server.url(user: name, database: name) + "?sslmode=disable", password: db.ownerPassword,
-                                          tenant: name), key: SymmetricKey(size: .bits256))
+                try await TenancyTests.open(ownerSettings, key: SymmetricKey(size: .bits256))
             }
             #expect(owner != nil)
         }
