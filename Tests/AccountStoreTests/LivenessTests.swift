@@ -62,7 +62,16 @@ struct LivenessTests {
             // A's refreshes end, but neither outcome reaches the store.
             #expect(try await a.claimRefresh(id: lost.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
             #expect(try await a.claimRefresh(id: kept.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
-            try await Task.sleep(for: .seconds(7.5))
+            // A's first beat after the 6-s lease ran out gives `lost` back. Waited for as it lands,
+            // not for a time: on two busy cores that beat once came after a 7.5-s sleep did.
+            let lostID = lost.id.uuidString.lowercased()
+            let givenBack = try await eventually {
+                try await server.run("SELECT count(*) FROM account WHERE id = '\(lostID)' AND lease_owner IS NULL",
+                                     database: SharedTestDatabase.database)
+                    .trimmingCharacters(in: .whitespacesAndNewlines) == "1"
+            }
+            #expect(givenBack, "A's beat gives back the lease whose release was never recorded")
+            #expect(Date().timeIntervalSince(started) >= 6, "not before the lease ran out")
             // A beat of the tenant's just now (B's, in a daemon): a late beat of A's on two busy
             // cores must not read as the database having been away from every host.
             try await Self.beatNow(server, tenantOf: lost.id)
