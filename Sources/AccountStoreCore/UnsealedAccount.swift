@@ -21,6 +21,8 @@ public struct UnsealedAccount: Sendable, Equatable {
         case sealBroken = "seal-broken"
         /// The secrets do not open under this key: a wrong key, or a row from another store.
         case secretsDoNotOpen = "secrets-do-not-open"
+        /// A column holds a value blueskyd cannot read (`UnreadableRow`). Never sealed: log in again.
+        case unreadable
 
         /// Only a row never sealed, or sealed by an older blueskyd and opening under this key.
         public var mayBeSealedAgain: Bool { self == .neverSealed || self == .olderSeal }
@@ -29,10 +31,13 @@ public struct UnsealedAccount: Sendable, Equatable {
     /// The row as stored (where its tokens would go: `did`, `pds`, `oauth`).
     public var record: AccountRecord
     public var finding: Finding
+    /// What could not be read, for `unreadable`.
+    public var detail: String?
 
-    public init(record: AccountRecord, finding: Finding) {
+    public init(record: AccountRecord, finding: Finding, detail: String? = nil) {
         self.record = record
         self.finding = finding
+        self.detail = detail
     }
 
     /// Only a row that was never sealed and opens under this key can be sealed.
@@ -46,12 +51,25 @@ public struct UnsealedAccount: Sendable, Equatable {
         case .sealRemoved: "its seal was removed outside blueskyd (its secrets say it had one): log in again"
         case .sealBroken: "its seal does not match the row (rewritten outside blueskyd): log in again"
         case .secretsDoNotOpen: "its secrets do not open under this key"
+        case .unreadable: "a column holds what blueskyd cannot read (\(detail ?? "changed outside blueskyd")): log in again"
         }
     }
 }
 
 /// Finds the sealed status of a row from its parts, the same way in every store.
 package enum SealFinding {
+    /// The row as `blueskyd store reseal` lists it, or nil when its seal holds.
+    package static func row(_ parsed: ParsedRow, seal: Data?, blob: Data, tenant: String,
+                            sealer: SecretSealer) -> UnsealedAccount? {
+        switch parsed {
+        case .unreadable(let standIn, let damage):
+            return UnsealedAccount(record: standIn, finding: .unreadable, detail: damage.reason)
+        case .readable(let record):
+            return of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer)
+                .map { UnsealedAccount(record: record, finding: $0) }
+        }
+    }
+
     /// nil when the seal holds.
     package static func of(_ record: AccountRecord, seal: Data?, blob: Data, tenant: String,
                            sealer: SecretSealer) -> UnsealedAccount.Finding? {

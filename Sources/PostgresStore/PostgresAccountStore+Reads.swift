@@ -49,12 +49,15 @@ extension PostgresAccountStore {
     /// given another key than its peers stops at start instead of failing every refresh.
     public func verifyKey() async throws(StoreError) {
         let tenant = settings.tenant
-        let sample = try await read("checking the store key") { session in
-            try await session.run("""
-                SELECT id, sealed_secrets FROM account WHERE tenant = \(tenant) ORDER BY created_at LIMIT 1
-                """).first.map { try $0.decode((UUID, ByteBuffer).self) }
+        let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account WHERE tenant = $1 "
+                                    + "ORDER BY created_at, id LIMIT \(StoreKeyCheck.sampleSize)", binds: Self.binds(tenant))
+        let samples = try await read("checking the store key") { session in
+            try await session.run(query).map { row in
+                let (parsed, seal, blob) = try Self.sealedParts(row)
+                return StoreKeyCheck.Sample(id: parsed.record.id, row: parsed, seal: seal, blob: blob)
+            }
         }
-        if let (id, blob) = sample { _ = try sealer.open(Data(buffer: blob), account: id) }
+        try StoreKeyCheck(sealer: sealer, tenant: tenant).verify(samples)
         _ = try await clientKeys()
     }
 

@@ -12,9 +12,9 @@ extension PostgresAccountStore {
         return try await read("looking for unsealed accounts") { session in
             var found: [UnsealedAccount] = []
             for row in try await session.run(query) {
-                let (record, seal, blob) = try Self.sealedParts(row)
-                if let finding = SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer) {
-                    found.append(UnsealedAccount(record: record, finding: finding))
+                let (parsed, seal, blob) = try Self.sealedParts(row)
+                if let unsealed = SealFinding.row(parsed, seal: seal, blob: blob, tenant: tenant, sealer: sealer) {
+                    found.append(unsealed)
                 }
             }
             return found
@@ -29,8 +29,10 @@ extension PostgresAccountStore {
                 let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account "
                                             + "WHERE tenant = $1 AND id = $2 FOR UPDATE", binds: Self.binds(tenant, id))
                 guard let row = try await session.run(query).first else { continue }
-                let (record, seal, blob) = try Self.sealedParts(row)
-                guard SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer)?.mayBeSealedAgain == true else {
+                // A row read whole only: an unreadable one's stand-in is never sealed.
+                let (parsed, seal, blob) = try Self.sealedParts(row)
+                guard case .readable(let record) = parsed,
+                      SealFinding.of(record, seal: seal, blob: blob, tenant: tenant, sealer: sealer)?.mayBeSealedAgain == true else {
                     continue
                 }
                 let newSeal = ByteBuffer(bytes: sealer.metadataSeal(record, tenant: tenant))
@@ -51,8 +53,8 @@ extension PostgresAccountStore {
     }
 
     /// The record of a row selected with `recordColumns` and `sealed_secrets`, its seal and blob.
-    static func sealedParts(_ row: PostgresRow) throws -> (AccountRecord, Data?, Data) {
-        let record = try Self.record(row)
+    static func sealedParts(_ row: PostgresRow) throws -> (ParsedRow, Data?, Data) {
+        let record = try Self.parsed(row)
         let columns = row.makeRandomAccess()
         let seal = try columns["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
         let blob = Data(buffer: try columns["sealed_secrets"].decode(ByteBuffer.self))

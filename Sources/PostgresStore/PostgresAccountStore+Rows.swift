@@ -12,17 +12,27 @@ extension PostgresAccountStore {
         metadata_seal
         """
 
-    static func record(_ row: PostgresRow) throws -> AccountRecord {
+    /// The row read whole, or a tampered stand-in keeping the columns that locate it
+    /// (`UnreadableRow`).
+    static func parsed(_ row: PostgresRow) throws -> ParsedRow {
         let cells = row.makeRandomAccess()
+        return try ParsedRow.parse(
+            id: try cells["id"].decode(UUID.self), did: try cells["did"].decode(String.self),
+            handle: try cells["handle"].decode(String?.self), pds: try cells["pds"].decode(String.self),
+            createdAt: try cells["created_at"].decode(Double?.self).map(Date.init(storedSeconds:)) ?? Date(storedSeconds: 0),
+            secretsVersion: try cells["secrets_version"].decode(Int64.self)) { try record(cells) }
+    }
+
+    private static func record(_ cells: PostgresRandomAccessRow) throws -> AccountRecord {
         func text(_ name: String) throws -> String? { try cells[name].decode(String?.self) }
         func date(_ name: String) throws -> Date? { try cells[name].decode(Double?.self).map(Date.init(storedSeconds:)) }
         let rawAuthKind = try cells["auth_kind"].decode(String.self)
         let rawState = try cells["state"].decode(String.self)
         guard let authKind = AuthKind(rawValue: rawAuthKind) else {
-            throw StoreError.database(context: "reading an account", reason: "unknown auth kind \"\(rawAuthKind)\"")
+            throw UnreadableRow("unknown auth_kind \"\(rawAuthKind)\"")
         }
         guard let state = AccountState(rawValue: rawState) else {
-            throw StoreError.database(context: "reading an account", reason: "unknown state \"\(rawState)\"")
+            throw UnreadableRow("unknown state \"\(rawState)\"")
         }
         var oauth: OAuthSessionInfo?
         if let issuer = try text("oauth_issuer") {
@@ -30,7 +40,7 @@ extension PostgresAccountStore {
                   let started = try date("oauth_session_started_at"),
                   let clientKind = try text("oauth_client_kind").flatMap(OAuthClientKind.init(rawValue:)),
                   let clientID = try text("oauth_client_id")
-            else { throw StoreError.database(context: "reading an account", reason: "incomplete OAuth session columns") }
+            else { throw UnreadableRow("OAuth session columns set in part") }
             oauth = OAuthSessionInfo(issuer: issuer, tokenEndpoint: tokenEndpoint,
                                      revocationEndpoint: try text("oauth_revocation_endpoint"), scope: scope,
                                      sessionStartedAt: started, clientKind: clientKind, clientID: clientID,

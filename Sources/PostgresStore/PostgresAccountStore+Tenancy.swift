@@ -7,10 +7,10 @@ import PostgresNIO
 extension PostgresAccountStore {
     /// The record in `row` (selected with `recordColumns`), marked altered when its metadata
     /// seal does not hold: someone without the store key rewrote where its tokens would go.
+    /// So is a row a column of which holds what blueskyd cannot read (`UnreadableRow`).
     func verified(_ row: PostgresRow) throws -> AccountRecord {
-        let record = try Self.record(row)
         let seal = try row.makeRandomAccess()["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
-        return record.verified(by: sealer.check(record, tenant: settings.tenant, seal: seal))
+        return try Self.parsed(row).verified { sealer.check($0, tenant: settings.tenant, seal: seal) }
     }
 
     func seal(_ record: AccountRecord) -> ByteBuffer {

@@ -51,12 +51,15 @@ extension SQLiteAccountStore {
     }
 
     public func verifyKey() async throws(StoreError) {
-        let sample = try await performRead("checking the store key") { db -> (UUID, Data)? in
-            guard let row = try Row.fetchOne(db, sql: "SELECT id, sealed_secrets FROM account ORDER BY created_at LIMIT 1")
-            else { return nil }
-            return (row["id"], row["sealed_secrets"])
+        let samples = try await performRead("checking the store key") { db in
+            let request = AccountRecord.order(AccountColumn.createdAt, AccountColumn.id).limit(StoreKeyCheck.sampleSize)
+                .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets])
+            return try Row.fetchAll(db, request).map { row in
+                StoreKeyCheck.Sample(id: row[AccountColumn.id], row: try Self.parsed(row), seal: row[AccountColumn.metadataSeal],
+                                     blob: row[AccountColumn.sealedSecrets])
+            }
         }
-        if let (id, blob) = sample { _ = try sealer.open(blob, account: id) }
+        try StoreKeyCheck(sealer: sealer, tenant: Self.tenant).verify(samples)
         _ = try await clientKeys()
     }
 }

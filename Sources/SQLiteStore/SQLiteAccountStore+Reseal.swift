@@ -12,10 +12,9 @@ extension SQLiteAccountStore {
             var found: [UnsealedAccount] = []
             let rows = try Row.fetchCursor(db, request)
             while let row = try rows.next() {
-                let record = try AccountRecord(row: row)
-                if let finding = SealFinding.of(record, seal: row[AccountColumn.metadataSeal], blob: row[AccountColumn.sealedSecrets],
-                                                tenant: Self.tenant, sealer: sealer) {
-                    found.append(UnsealedAccount(record: record, finding: finding))
+                if let unsealed = SealFinding.row(try Self.parsed(row), seal: row[AccountColumn.metadataSeal],
+                                                  blob: row[AccountColumn.sealedSecrets], tenant: Self.tenant, sealer: sealer) {
+                    found.append(unsealed)
                 }
             }
             return found
@@ -30,7 +29,8 @@ extension SQLiteAccountStore {
                 let request = AccountRecord.filter(key: id)
                     .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets, AccountColumn.metadataSeal])
                 guard let row = try Row.fetchOne(db, request) else { continue }
-                let record = try AccountRecord(row: row)
+                // A row read whole only: an unreadable one's stand-in is never sealed.
+                guard case .readable(let record) = try Self.parsed(row) else { continue }
                 let blob: Data = row[AccountColumn.sealedSecrets]
                 guard SealFinding.of(record, seal: row[AccountColumn.metadataSeal], blob: blob, tenant: Self.tenant,
                                      sealer: sealer)?.mayBeSealedAgain == true else { continue }

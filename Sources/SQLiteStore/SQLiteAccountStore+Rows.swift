@@ -26,10 +26,10 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         let rawAuthKind: String = row[AccountColumn.authKind]
         let rawState: String = row[AccountColumn.state]
         guard let authKind = AuthKind(rawValue: rawAuthKind) else {
-            throw StoreError.database(context: "reading an account", reason: "unknown auth kind \"\(rawAuthKind)\"")
+            throw UnreadableRow("unknown auth_kind \"\(rawAuthKind)\"")
         }
         guard let state = AccountState(rawValue: rawState) else {
-            throw StoreError.database(context: "reading an account", reason: "unknown state \"\(rawState)\"")
+            throw UnreadableRow("unknown state \"\(rawState)\"")
         }
         self.init(
             id: row[AccountColumn.id],
@@ -68,7 +68,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
               let clientKind = rawKind.flatMap(OAuthClientKind.init(rawValue:)),
               let clientID: String = row[AccountColumn.oauthClientID]
         else {
-            throw StoreError.database(context: "reading an account", reason: "incomplete OAuth session columns")
+            throw UnreadableRow("OAuth session columns set in part")
         }
         return OAuthSessionInfo(issuer: issuer, tokenEndpoint: tokenEndpoint,
                                 revocationEndpoint: row[AccountColumn.oauthRevocationEndpoint], scope: scope,
@@ -107,7 +107,7 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         container[AccountColumn.secretsVersion] = secretsVersion
     }
 
-    private static func date(_ seconds: Double?) -> Date? {
+    static func date(_ seconds: Double?) -> Date? {
         seconds.map(Date.init(storedSeconds:))
     }
 }
@@ -168,10 +168,19 @@ extension SQLiteAccountStore {
     /// A SQLite store holds one user's accounts: its seals name no tenant.
     static let tenant = ""
 
-    /// The record in `row`, marked altered when its metadata seal does not hold.
+    /// The record in `row`, marked altered when its metadata seal does not hold or a column
+    /// holds what blueskyd cannot read (`UnreadableRow`).
     func verified(_ row: Row) throws -> AccountRecord {
-        let record = try AccountRecord(row: row)
-        return record.verified(by: sealer.check(record, tenant: Self.tenant, seal: row[AccountColumn.metadataSeal]))
+        let seal: Data? = row[AccountColumn.metadataSeal]
+        return try Self.parsed(row).verified { sealer.check($0, tenant: Self.tenant, seal: seal) }
+    }
+
+    /// The row read whole, or a tampered stand-in keeping the columns that locate it.
+    static func parsed(_ row: Row) throws -> ParsedRow {
+        try ParsedRow.parse(id: row[AccountColumn.id], did: row[AccountColumn.did], handle: row[AccountColumn.handle],
+                            pds: row[AccountColumn.pds],
+                            createdAt: AccountRecord.date(row[AccountColumn.createdAt]) ?? Date(storedSeconds: 0),
+                            secretsVersion: row[AccountColumn.secretsVersion]) { try AccountRecord(row: row) }
     }
 
     func seal(_ record: AccountRecord) -> Data { sealer.metadataSeal(record, tenant: Self.tenant) }

@@ -13,7 +13,7 @@ struct RewrittenRowTests {
         OAuth account whose PDS and token endpoint are rewritten in the database (an unsigned NOTIFY sent) go on \
         calling their own servers until a restart, then need a login; no request reaches the new server; a new login \
         mends the account; the reseal attack (marker deleted, PDS changed, seal cleared, restart) sends nothing, and \
-        store reseal refuses the row
+        store reseal refuses the row; a row with a state blueskyd cannot read is tampered, the host starts
         """, .timeLimit(.minutes(4)))
     func rewrittenRowSendsNothing() async throws {
         try HermeticNetwork.require()
@@ -153,6 +153,17 @@ struct RewrittenRowTests {
             let listed = report["accounts"]?.arrayValue?.first { $0["id"]?.stringValue == appID }
             #expect(listed?["finding"] == "seal-removed" && listed?["pds"] == "https://pds.tb63.test", "\(report)")
             try await expectRefused(third, [appAccount.did], [appID])
+            #expect(intruder.connections == 0)
+
+            // A value blueskyd cannot read (an unknown state) stopped every start of the tenant
+            // with "cannot load the accounts": now that row alone is tampered.
+            await third.stop()
+            _ = try database.psql("UPDATE account SET state = 'bogus' WHERE id = '\(oauthID.uuidString.lowercased())'",
+                                  database: "blueskyd")
+            host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: store.keyHex, config: config, testbed: testbed)
+            let fourth = try #require(host)
+            #expect(try await fourth.call("daemon.status")["tampered"]?["count"]?.intValue == 2)
+            try await expectRefused(fourth, [minted[0].session.did], [oauthID.uuidString.lowercased()])
             #expect(intruder.connections == 0)
         }
     }

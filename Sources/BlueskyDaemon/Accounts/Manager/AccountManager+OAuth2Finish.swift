@@ -58,7 +58,7 @@ extension AccountManager {
            replacedSecrets.refreshToken.isEmpty || replacedSecrets.refreshToken != replaced.secrets.refreshToken,
            replacedSecrets.accessToken != replaced.secrets.accessToken {
             background.start(.login) { [environment] in
-                await AccountSession.revokeOAuth2Tokens(replacedSecrets, of: replaced.replacedRecord, environment: environment,
+                _ = await AccountSession.revokeOAuth2Tokens(replacedSecrets, of: replaced.replacedRecord, environment: environment,
                                                         logger: self.logger)
             }
         }
