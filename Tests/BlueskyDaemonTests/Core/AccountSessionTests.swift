@@ -138,7 +138,7 @@ struct AccountSessionTests {
         let removing = Task { try await fixture.manager.remove(session.id.uuidString) }
         // The logout has begun: it is waiting for the refresh, or (as it once did) has revoked
         // the token being replaced.
-        #expect(await eventually { await session.isEnding || fixture.pds.deleteRequests > 0 })
+        #expect(await eventually { await session.state.isRemoving || fixture.pds.deleteRequests > 0 })
         fixture.pds.holdRefreshes(nil)
         release.open()
         let (_, ended) = try await removing.value

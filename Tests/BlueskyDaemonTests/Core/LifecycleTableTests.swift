@@ -178,6 +178,33 @@ struct LifecycleTableTests {
         #expect(ended.reschedule?.date == Self.now.addingTimeInterval(AccountLifecycle.minimumUpkeepInterval))
     }
 
+    @Test("""
+        a removal is an input: the account is never due again, whatever comes after (the refresh in flight ending, \
+        another host's record, a retiming); a refresh under way still ends and saves what it rotated
+        """)
+    func removal() {
+        let idle = Self.reduce(.init(record: Self.account()), .removalBegan)
+        #expect(idle.state.isRemoving && idle.state.due == nil)
+        #expect(idle.reschedule == Due(date: nil, isLocal: false, decidedHere: true, version: 3), "taken off the schedule")
+        for input: AccountLifecycle.Input in [.retimed, .upkeepEnded(at: Self.now), .stored(Self.account(version: 5)),
+                                              .defaultChanged(true, at: Self.now)] {
+            let after = Self.reduce(idle.state, input)
+            #expect(after.state.isRemoving && after.state.due == nil && after.reschedule?.date == nil, "\(input)")
+        }
+        // Mid-refresh: the rotated tokens are still saved (the logout revokes them), and no
+        // date follows the save.
+        let granted = Self.reduce(.init(record: Self.account()), .claimGranted(interruptedAt: nil, at: Self.now)).state
+        let removing = Self.reduce(granted, .removalBegan)
+        #expect(removing.reschedule == nil, "the refresh in flight decides nothing either")
+        let rotated = Self.reduce(removing.state, .rotated(Self.rotated, secrets: Self.secrets, at: Self.now))
+        #expect(rotated.write != nil && rotated.state.unsavedSecrets == Self.secrets)
+        let saved = Self.reduce(rotated.state, .tokensSaved(version: 4))
+        #expect(saved.state.unsavedSecrets == nil && saved.state.due == nil)
+        #expect(saved.reschedule == nil || saved.reschedule?.date == nil)
+    }
+
+    typealias Due = AccountLifecycle.Due
+
     @Test("the stretch of the lead time is the same for the same tokens and within 20 %")
     func stretch() {
         let record = Self.account()

@@ -5,10 +5,10 @@ import Foundation
 /// that holds the same record works out the same date, and `accounts.list` shows the date the
 /// scheduler holds.
 extension AccountLifecycle {
-    /// The next upkeep of `state`, or nil when it waits for a new login.
+    /// The next upkeep of `state`, or nil when it waits for a new login or is being removed.
     static func nextDue(_ state: State, rules: Rules, now: Date) -> (date: Date, isLocal: Bool)? {
         let record = state.record
-        guard record.state != .needsLogin else { return nil }
+        guard record.state != .needsLogin, !state.isRemoving else { return nil }
         let trouble = state.trouble
         let date: Date
         var isLocal = false

@@ -113,6 +113,8 @@ extension AccountLifecycle {
             next.record.updatedAt = at
         case .retimed:
             break
+        case .removalBegan:
+            next.isRemoving = true
         }
         // The store stamps the row it writes with the write's date; so does memory.
         switch write {
@@ -121,7 +123,7 @@ extension AccountLifecycle {
         }
         var transition = Transition(state: next, write: write, reschedule: nil, newSession: newSession, note: note)
         let always: Bool = switch input {
-        case .loaded, .upkeepEnded, .signedIn, .retimed: true
+        case .loaded, .upkeepEnded, .signedIn, .retimed, .removalBegan: true
         default: false
         }
         schedule(&transition, rules: rules, now: now, decidedHere: decidedHere, always: always)

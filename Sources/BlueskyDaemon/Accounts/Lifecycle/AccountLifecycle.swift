@@ -47,6 +47,9 @@ enum AccountLifecycle {
             set { notBeforeSeconds = newValue?.timeIntervalSinceReferenceDate ?? .nan }
         }
         private var notBeforeSeconds: Double = .nan
+        /// The account is being removed (its logout began): it is never due again, and no
+        /// refresh starts, so that what the logout revokes is the newest token.
+        var isRemoving = false
         private var troubleBox: TroubleBox?
 
         init(record: AccountRecord) {
@@ -139,6 +142,9 @@ enum AccountLifecycle {
         case defaultChanged(Bool, at: Date)
         /// The rules changed (a reload): the date is worked out again.
         case retimed
+        /// A logout began: the account's last input but for the refresh in flight, if any,
+        /// which ends first (its rotated tokens are what the logout revokes).
+        case removalBegan
     }
 
     /// What applying an input asks of the account's owner.
@@ -188,7 +194,7 @@ final class TroubleBox: Sendable {
 extension AccountLifecycle.State {
     static func == (a: Self, b: Self) -> Bool {
         a.record == b.record && a.due == b.due && a.inUpkeep == b.inUpkeep && a.dueIsLocal == b.dueIsLocal
-            && a.notBefore == b.notBefore && a.trouble == b.trouble
+            && a.notBefore == b.notBefore && a.isRemoving == b.isRemoving && a.trouble == b.trouble
     }
 }
 

@@ -15,7 +15,7 @@ extension AccountSession {
     func refresh(force: Bool = false, waitForHolder: Bool = true) async throws(DaemonError) -> AccountSecrets {
         try requireUsable()
         // Its logout revokes the newest token; a refresh now would make a newer one.
-        if isEnding, refreshInFlight == nil { throw .accountNotFound(id.uuidString.lowercased()) }
+        if state.isRemoving, refreshInFlight == nil { throw .accountNotFound(id.uuidString.lowercased()) }
         // No refresh token to spend: the session lasts as long as its access token.
         if state.record.oauth?.clientKind == .oauth2AccessOnly { return try await endAccessOnlySessionIfDue() }
         let task: Task<AccountSecrets, any Error>

@@ -24,8 +24,6 @@ actor AccountSession {
     private var identityCheckedSeconds: Double
     /// The 48-hour warning before a public OAuth session ends was logged (once per run).
     var warnedSessionEnd = false
-    /// A logout is ending the session: no refresh may start.
-    private(set) var isEnding = false
     /// What only an account in use needs (decrypted tokens, a refresh in flight, a parsed PDS
     /// URL); nil for the idle majority, which then carry one pointer instead of it all.
     private var activity: SessionActivity?
@@ -256,7 +254,7 @@ actor AccountSession {
         // The session's last input: no refresh starts from now on, and the one in flight ends
         // first, so what is revoked is the newest token. Revoking the token a refresh is
         // replacing would leave the rotated one live at the server.
-        isEnding = true
+        _ = apply(.removalBegan)
         if let inFlight = refreshInFlight { _ = try? await inFlight.value }
         guard let secrets = try? await currentSecrets() else { return false }
         switch state.record.authKind {
