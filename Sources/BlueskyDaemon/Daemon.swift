@@ -97,9 +97,9 @@ public struct Daemon: Sendable {
             }
         }
         // Listening starts before loading, so that no change another host makes in between is missed.
-        let storeChanges = AsyncStream.makeStream(of: StoreChange.self)
+        let storeChanges = StoreChangeInbox()
         await store.observeChanges(keeping: { [environment] in environment.unsaved.withLock { $0 } }) {
-            storeChanges.continuation.yield($0)
+            storeChanges.add($0)
         }
         do {
             try await accounts.loadAll()
@@ -161,7 +161,7 @@ public struct Daemon: Sendable {
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
             ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
-                StoreChangeService(accounts: accounts, changes: storeChanges.stream),
+                StoreChangeService(accounts: accounts, inbox: storeChanges),
             ] + ([gateway, loopbackGateway].compactMap { $0 } + metricsServers).map(GatewayService.init) + clientServers + [
                 execSockets as any Service,
                 SocketService(server: server, onShutdown: {

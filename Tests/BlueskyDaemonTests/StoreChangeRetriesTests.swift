@@ -54,4 +54,24 @@ struct StoreChangeRetriesTests {
         await overflowing.add(.account(UUID()))
         #expect(await overflowing.takeAll() == [.everything])
     }
+
+    @Test("""
+        the listener's changes are a fold, not a queue: a flood of one account's announcement (a replayed payload) is \
+        one read, a flood of distinct accounts one full read, and the wake-ups fold too
+        """)
+    func inboxFoldsFloods() async {
+        let inbox = StoreChangeInbox(limit: 100)
+        let id = UUID()
+        for _ in 0..<100_000 { inbox.add(.account(id)) }
+        var wakes = inbox.wakes.makeAsyncIterator()
+        #expect(await wakes.next() != nil)
+        #expect(inbox.takeAll() == [.account(id)])
+        #expect(inbox.takeAll().isEmpty, "taken once")
+        for _ in 0..<100_000 { inbox.add(.account(UUID())) }
+        #expect(inbox.takeAll() == [.everything])
+        // One wake-up waits for all 100,000 adds, not 100,000 of them.
+        inbox.add(.account(id))
+        #expect(await wakes.next() != nil)
+        #expect(inbox.takeAll() == [.account(id)])
+    }
 }

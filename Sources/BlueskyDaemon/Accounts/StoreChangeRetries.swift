@@ -6,37 +6,24 @@ import WebBasics
 /// through. Repeats of one account fold into one; past `limit` accounts, one full read of the
 /// store replaces them all.
 actor StoreChangeRetries {
-    private var pending: Set<UUID> = []
-    private var everything = false
-    private let limit: Int
+    private var pending: PendingStoreChanges
     private let wakes: AsyncStream<Void>
     private let wake: AsyncStream<Void>.Continuation
 
     init(limit: Int = 10_000) {
-        self.limit = limit
+        pending = PendingStoreChanges(limit: limit)
         (wakes, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
 
-    var isEmpty: Bool { pending.isEmpty && !everything }
+    var isEmpty: Bool { pending.isEmpty }
 
     func add(_ change: StoreChange) {
-        switch change {
-        case .account(let id) where !everything:
-            pending.insert(id)
-            if pending.count > limit { (pending, everything) = ([], true) }
-        case .account:
-            break
-        case .everything:
-            (pending, everything) = ([], true)
-        }
+        pending.add(change)
         wake.yield()
     }
 
     /// What to try now, and forgets it: everything, or the accounts one by one.
-    func takeAll() -> [StoreChange] {
-        defer { (pending, everything) = ([], false) }
-        return everything ? [.everything] : pending.map { .account($0) }
-    }
+    func takeAll() -> [StoreChange] { pending.takeAll() }
 
     /// Until cancelled: waits for changes to retry, waits out the backoff, and hands each to
     /// `apply`; those that fail again come back with a longer wait.

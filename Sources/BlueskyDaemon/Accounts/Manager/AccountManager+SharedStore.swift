@@ -80,7 +80,7 @@ extension AccountManager {
 /// stayed up) is read again with backoff, while newer changes keep coming.
 struct StoreChangeService: Service {
     let accounts: AccountManager
-    let changes: AsyncStream<StoreChange>
+    let inbox: StoreChangeInbox
     var retryBackoff = Backoff.storeRetry
 
     func run() async throws {
@@ -88,8 +88,10 @@ struct StoreChangeService: Service {
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await retries.run(backoff: retryBackoff) { await accounts.applyStoreChange($0) } }
-                for await change in changes where !(await accounts.applyStoreChange(change)) {
-                    await retries.add(change)
+                for await _ in inbox.wakes {
+                    for change in inbox.takeAll() where !(await accounts.applyStoreChange(change)) {
+                        await retries.add(change)
+                    }
                 }
                 group.cancelAll()
             }
