@@ -42,6 +42,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     case unreachable(location: String, reason: String)
     /// A database error, with what the store was doing at the time.
     case database(context: String, reason: String)
+    /// A copy's target already holds accounts (or client keys) of the tenant: nothing written.
+    case targetNotEmpty(location: String, accounts: Int)
 
     /// What an account whose row was rewritten outside blueskyd shows as its state's reason.
     public static let recordAlteredReason = "the account's record was changed outside blueskyd; log in again"
@@ -98,6 +100,9 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             return "cannot reach the account database \(location): \(reason)"
         case .database(let context, let reason):
             return "account database error while \(context): \(reason)"
+        case .targetNotEmpty(let location, let accounts):
+            return "\(location) already holds \(accounts) account\(accounts == 1 ? "" : "s") of this tenant "
+                + "(or OAuth client keys): a copy goes into an empty store only"
         }
     }
 }

@@ -69,12 +69,11 @@ extension StoreKey {
     /// Readers therefore never see a partly written key, and two racing processes
     /// cannot end up with different keys.
     /// - Returns: false when another process created the key file first.
-    static func createKeyFile(_ path: String) throws -> Bool {
+    static func createKeyFile(_ path: String, key: SymmetricKey = SymmetricKey(size: .bits256)) throws -> Bool {
         let directory = (path as NSString).deletingLastPathComponent
         if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
             try PrivateFiles.ensureDirectory(directory)
         }
-        let key = SymmetricKey(size: .bits256)
         let temporaryPath: String
         do {
             temporaryPath = try key.withUnsafeBytes { try PrivateFiles.writeTemporary(beside: path, $0) }
@@ -88,5 +87,17 @@ extension StoreKey {
         }
         PrivateFiles.syncDirectory(directory.isEmpty ? "." : directory)
         return true
+    }
+
+    /// The key in `keyFile` (checked private like any key file), or nil when there is none.
+    public static func existing(keyFile: URL) throws -> SymmetricKey? {
+        try readKeyFile(keyFile.path)
+    }
+
+    /// Writes `key` to `keyFile` (private, atomically, never over an existing file): a copy
+    /// into a new state directory leaves the key that opens it there. False when a key file
+    /// is already there.
+    public static func install(_ key: SymmetricKey, keyFile: URL) throws -> Bool {
+        try createKeyFile(keyFile.path, key: key)
     }
 }

@@ -34,10 +34,18 @@ extension Daemon {
                     + "two requests, and a lease that runs out during them lets another host refresh the same account",
                 exitCode: .configuration)
         }
+        return try await openPostgresStore(url: url, password: try storePassword(), tenant: configuration.tenant ?? Self.unixUserName(),
+                                           key: key, keyFile: keyFile)
+    }
+
+    /// The PostgreSQL store at `url`, as `tenant`, with this configuration's lease and pool
+    /// (the daemon's store, or a copy's source or target).
+    func openPostgresStore(url: String, password: String?, tenant: String, key: SymmetricKey, keyFile: URL,
+                           hostName: String? = nil) async throws(DaemonStartupError) -> PostgresAccountStore {
         let settings: PostgresStoreSettings
         do {
             settings = try PostgresStoreSettings(
-                url: url, password: try storePassword(), tenant: configuration.tenant ?? Self.unixUserName(),
+                url: url, password: password, tenant: tenant,
                 leaseDuration: Double(configuration.leaseDuration.components.seconds),
                 maxConnections: configuration.storeConnections)
         } catch {
@@ -45,11 +53,13 @@ extension Daemon {
         }
         do {
             return try await PostgresAccountStore(settings: settings, key: key,
-                                                  hostName: configuration.hostName ?? Self.machineName(), logger: logger)
+                                                  hostName: hostName ?? configuration.hostName ?? Self.machineName(), logger: logger)
         } catch .secretDoesNotOpen {
             throw Self.wrongStoreKey(keyFile: keyFile, location: settings.location)
         } catch .invalidSetting(let reason) {
             throw DaemonStartupError("cannot use the shared account store: \(reason)", exitCode: .configuration)
+        } catch .unreachable(let location, let reason) {
+            throw DaemonStartupError("cannot reach the shared account store \(location): \(reason)", exitCode: .unavailable)
         } catch {
             throw DaemonStartupError("cannot open the shared account store: \(error)")
         }
@@ -57,7 +67,7 @@ extension Daemon {
 
     /// The password from the systemd credential, else from `store_password_file` (which, like
     /// the store key, must not be readable by other users); nil when neither is given.
-    private func storePassword(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> String? {
+    private func storePassword(environment: [String: String] = ProcessInfo.processInfo.environment) throws(DaemonStartupError) -> String? {
         var path = configuration.storePasswordFile
         var fromCredential = false
         if let credentials = environment["CREDENTIALS_DIRECTORY"], !credentials.isEmpty {
@@ -65,6 +75,11 @@ extension Daemon {
             if FileManager.default.fileExists(atPath: credential) { (path, fromCredential) = (credential, true) }
         }
         guard let path else { return nil }
+        return try Self.readPasswordFile(path, fromCredential: fromCredential)
+    }
+
+    /// A database password kept in a file, which (unless systemd's credential) must be private.
+    static func readPasswordFile(_ path: String, fromCredential: Bool = false) throws(DaemonStartupError) -> String {
         var info = stat()
         guard stat(path, &info) == 0 else {
             throw DaemonStartupError("cannot read the store password file \(path): \(String(cString: strerror(errno)))")

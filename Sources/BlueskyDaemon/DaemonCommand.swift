@@ -7,6 +7,12 @@ public enum DaemonExitCode: Int32, Sendable {
     case ok = 0
     case failure = 1
     case usage = 64
+    /// The input cannot be used as it is (a row whose seal fails, a damaged file).
+    case dataError = 65
+    /// A database that cannot be reached.
+    case unavailable = 69
+    /// The target cannot take what is asked (a store that already holds accounts).
+    case cannotCreate = 73
     case alreadyRunning = 75
     case configuration = 78
 }

@@ -40,9 +40,10 @@ extension PostgresAccountStore {
     /// Rows per INSERT: 32 parameters each, under PostgreSQL's 65,535 per statement.
     static let insertChunk = 1_000
 
-    private func insertStatement(_ chunk: [(AccountRecord, Data)]) -> PostgresQuery {
+    /// `withMark`: the write-ahead mark too (a copy's rows keep a refresh left unfinished).
+    func insertStatement(_ chunk: [(AccountRecord, Data)], withMark: Bool = false) -> PostgresQuery {
         let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "metadata_seal", "refresh_due_at"]
-            + Self.metadataColumns
+            + Self.metadataColumns + (withMark ? ["refresh_started_at"] : [])
         var binds = PostgresBindings(capacity: columns.count * chunk.count)
         var values: [String] = []
         values.reserveCapacity(chunk.count)
@@ -58,6 +59,7 @@ extension PostgresAccountStore {
             // Due at once on the shared schedule, should this host die before it records the real date.
             binds.append(record.state == .needsLogin ? nil : record.updatedAt.storedSeconds)
             Self.metadataBinds(record, into: &binds)
+            if withMark { binds.append(record.refreshStartedAt?.storedSeconds) }
         }
         return PostgresQuery(unsafeSQL: "INSERT INTO account (\(columns.joined(separator: ", "))) VALUES "
             + values.joined(separator: ", ") + " ON CONFLICT DO NOTHING", binds: binds)

@@ -86,6 +86,17 @@ extension PostgresAccountStore {
         }
     }
 
+    /// The hosts of this tenant alive now (by their lease owner names: host, pid, start), by
+    /// the database's clock: a copy of the tenant refuses to start while any runs.
+    public func liveHosts() async throws(StoreError) -> [String] {
+        let tenant = settings.tenant
+        return try await read("reading the tenant's live hosts") { session in
+            try await session.run("""
+                SELECT owner FROM blueskyd_host WHERE tenant = \(tenant) AND alive_until > \(unescaped: Self.databaseNow) ORDER BY owner
+                """).map { try $0.decode(String.self) }
+        }
+    }
+
     /// Says this host is gone (a clean stop): its leases may be taken over once they run out.
     func forgetLiveness() async {
         let (tenant, me) = (settings.tenant, leaseOwner)

@@ -75,7 +75,7 @@ struct Store: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Work on the account registry with the store key (the daemon's configuration and key).",
-        subcommands: [Reseal.self])
+        subcommands: [Copy.self, Reseal.self])
 }
 
 struct Reseal: AsyncParsableCommand {
@@ -112,6 +112,61 @@ struct Reseal: AsyncParsableCommand {
         options.dryRun = dryRun
         options.json = json
         let status = await StoreReseal.run(overrides, options: options)
+        if status != 0 { throw ExitCode(status) }
+    }
+}
+
+struct Copy: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "copy",
+        abstract: "Copy every account, with its sessions, into another store (SQLite ↔ PostgreSQL, or another database or tenant).",
+        discussion: """
+            A store is a state directory (SQLite) or a postgres:// URL. The source (--from, default the \
+            configured store) is held still: stop blueskyd on it first (its instance lock, or no live host of \
+            its tenant). The target must hold no account of the tenant; it gets the copy whole or not at all. \
+            Tokens, DPoP keys and nonces, OAuth 2.0 registrations, OAuth client keys, the write-ahead mark, \
+            the profile cache and the default account go with it; every row is sealed again under the \
+            target's key and tenant. A source row whose seal fails stops the copy before anything is written.
+
+            Keys: --from-key-file, else the key of the state directory copied from, else the daemon's; \
+            --to-key-file, else the key already in the target state directory, else the source's (written \
+            there as store.key).
+
+            Exit status: 0 copied; 64 usage; 65 a source row fails its seal; 69 a database cannot be \
+            reached; 73 the target holds accounts; 75 the source or target is in use; 78 configuration \
+            error or a wrong key.
+            """)
+
+    @Option(help: "Configuration file (TOML).") var config: String?
+    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @Option(help: ArgumentHelp("The store to copy from (default: the configured one).", valueName: "directory|url"))
+    var from: String?
+    @Option(help: "The tenant to copy from (PostgreSQL; default: the configured one).") var fromTenant: String?
+    @Option(help: "A file holding the source database's password.") var fromPasswordFile: String?
+    @Option(help: "The key the source is sealed with.") var fromKeyFile: String?
+    @Option(help: ArgumentHelp("The store to copy into.", valueName: "directory|url")) var to: String
+    @Option(help: "The tenant to copy into (PostgreSQL; default: the source's, else the configured one).") var toTenant: String?
+    @Option(help: "A file holding the target database's password.") var toPasswordFile: String?
+    @Option(help: "The key to seal the copy with (default: the source's).") var toKeyFile: String?
+    @Flag(help: "Show what would be copied; write nothing.") var dryRun = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        var overrides = DaemonOverrides()
+        overrides.configFile = config
+        overrides.stateDirectory = stateDirectory
+        var options = StoreCopy.Options()
+        options.from = from
+        options.fromTenant = fromTenant
+        options.fromPasswordFile = fromPasswordFile
+        options.fromKeyFile = fromKeyFile
+        options.to = to
+        options.toTenant = toTenant
+        options.toPasswordFile = toPasswordFile
+        options.toKeyFile = toKeyFile
+        options.dryRun = dryRun
+        options.json = json
+        let status = await StoreCopy.run(overrides, options: options)
         if status != 0 { throw ExitCode(status) }
     }
 }

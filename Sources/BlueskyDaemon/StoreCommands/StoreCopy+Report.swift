@@ -1,0 +1,81 @@
+import AccountStoreCore
+import Crypto
+import Foundation
+import JSONRPC
+import Synchronization
+
+/// What `blueskyd store copy` says: a summary in words or JSON on stdout, progress on a terminal.
+extension StoreCopy {
+    func report(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?) {
+        let output = options.json ? Self.json(survey, source: source, target: target, copied: copied, seconds: seconds)
+            : Self.text(survey, source: source, target: target, copied: copied, seconds: seconds)
+        FileHandle.standardOutput.write(Data((output + "\n").utf8))
+    }
+
+    static func kinds(_ survey: RegistryCopy.Survey) -> String {
+        let names: [(AuthKind, String)] = [(.appPassword, "app password"), (.oauth, "atproto OAuth"), (.oauth2, "OAuth 2.0")]
+        return names.map { "\(survey.byKind[$0.0] ?? 0) \($0.1)" }.joined(separator: ", ")
+    }
+
+    static func text(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?) -> String {
+        let sameKey = source.key == target.key
+        var lines = [
+            copied.map { "Copied \($0) account\($0 == 1 ? "" : "s") from \(source.location) to \(target.location)"
+                + (seconds.map { String(format: " in %.1f s.", $0) } ?? ".") }
+                ?? "Dry run: would copy \(survey.accounts) account\(survey.accounts == 1 ? "" : "s") from \(source.location) to "
+                + "\(target.location) (empty); nothing was written.",
+            "  \(kinds(survey)); \(survey.needsLogin) needing a login; \(survey.clientKeys) OAuth client key(s), "
+                + "\(survey.nonces) DPoP nonce(s); default: \(survey.defaultAccount?.uuidString.lowercased() ?? "none")",
+            "  sealed with the key \(StoreKey.keyFingerprint(target.key)) (\(target.keyFile.path))"
+                + (sameKey ? ", the source's" : ", resealed from \(StoreKey.keyFingerprint(source.key))"),
+        ]
+        if copied != nil {
+            lines.append("The source is as it was. Start blueskyd on the target (its store_url and tenant, or its state directory) "
+                         + "before the source: tokens rotate, and an account refreshed on both loses its session on one.")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func json(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?) -> String {
+        var kinds: [String: JSONValue] = [:]
+        for kind in AuthKind.allCases { kinds[kind.rawValue] = .number(Double(survey.byKind[kind] ?? 0)) }
+        var object: [String: JSONValue] = [
+            "from": .string(source.location), "to": .string(target.location), "dryRun": .bool(copied == nil),
+            "accounts": .number(Double(survey.accounts)), "byKind": .object(kinds),
+            "needsLogin": .number(Double(survey.needsLogin)), "clientKeys": .number(Double(survey.clientKeys)),
+            "nonces": .number(Double(survey.nonces)),
+            "default": survey.defaultAccount.map { .string($0.uuidString.lowercased()) } ?? .null,
+            "keyFingerprint": .string(StoreKey.keyFingerprint(target.key)), "resealed": .bool(source.key != target.key),
+        ]
+        object["copied"] = copied.map { .number(Double($0)) }
+        object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
+        return String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
+    }
+}
+
+/// "copied N of M" on stderr, on a terminal, at most ten times a second.
+final class CopyProgress: Sendable {
+    let total: Int
+    let shown: Bool
+    private let lastShown = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(total: Int, shown: Bool) {
+        self.total = total
+        self.shown = shown
+    }
+
+    func show(_ copied: Int) {
+        guard shown else { return }
+        let now = ContinuousClock.now
+        let due = lastShown.withLock { last -> Bool in
+            guard last.map({ now - $0 >= .milliseconds(100) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if due || copied == total { FileHandle.standardError.write(Data("\rcopied \(copied) of \(total) accounts".utf8)) }
+    }
+
+    func finish() {
+        if shown { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

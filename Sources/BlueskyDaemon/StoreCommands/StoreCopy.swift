@@ -1,0 +1,191 @@
+import AccountStoreCore
+import Crypto
+import Foundation
+import JSONRPC
+import Logging
+import PostgresStore
+import SQLiteStore
+import Synchronization
+
+/// `blueskyd store copy`: every account of a store, with all its sessions need, into another
+/// store (SQLite to PostgreSQL, back, or between databases and tenants), so that a registry
+/// moves without a single login.
+///
+/// Nothing is copied that cannot be trusted: a source row whose seal fails stops the copy
+/// before anything is written (sealing it under the target's key would bless it). The source is
+/// held still (its instance lock, or no live host of its tenant); the target must be empty and
+/// gets the copy whole or not at all (one transaction, or a file moved in place).
+public struct StoreCopy: Sendable {
+    public struct Options: Sendable {
+        /// A state directory or a PostgreSQL URL; nil: the configured store.
+        public var from: String?
+        public var fromTenant: String?
+        public var fromPasswordFile: String?
+        public var fromKeyFile: String?
+        public var to = ""
+        public var toTenant: String?
+        public var toPasswordFile: String?
+        public var toKeyFile: String?
+        public var dryRun = false
+        public var json = false
+        public init() {}
+    }
+
+    let configuration: DaemonConfiguration
+    let options: Options
+    let logger: Logger
+
+    public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
+        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store copy") else {
+            return DaemonExitCode.configuration.rawValue
+        }
+        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        do {
+            try await StoreCopy(configuration: configuration, options: options, logger: logger).run()
+            return DaemonExitCode.ok.rawValue
+        } catch {
+            FileHandle.standardError.write(Data("blueskyd store copy: \(error)\n".utf8))
+            return error.exitCode.rawValue
+        }
+    }
+
+    func run() async throws(DaemonStartupError) {
+        let source = try sourceEndpoint()
+        let target = try targetEndpoint(source: source)
+        guard source.location != target.location else {
+            throw DaemonStartupError("the source and the target are the same store (\(source.location))", exitCode: .usage)
+        }
+        let locks = (try source.lock(role: "source"), try target.lock(role: "target"))
+        defer { withExtendedLifetime(locks) {} }
+        let daemon = Daemon(configuration: configuration, logger: logger)
+        guard let from = try await source.open(with: daemon, creating: false) else {
+            throw DaemonStartupError("there is no store at \(source.location)", exitCode: .configuration)
+        }
+        do {
+            try await copy(from: from, source: source, to: target, daemon: daemon)
+        } catch {
+            await from.close()
+            throw error
+        }
+        await from.close()
+    }
+
+    private func copy(from: any AccountStore, source: StoreEndpoint, to target: StoreEndpoint, daemon: Daemon)
+        async throws(DaemonStartupError) {
+        if let shared = from as? PostgresAccountStore {
+            let hosts = try await Self.reading(source) { () throws(StoreError) in try await shared.liveHosts() }
+            guard hosts.isEmpty else {
+                throw DaemonStartupError("hosts of the tenant are running on \(source.location): \(hosts.joined(separator: ", ")); "
+                                         + "stop them first, so that no token rotates during the copy", exitCode: .alreadyRunning)
+            }
+        }
+        do {
+            try await from.verifyKey()
+        } catch .secretDoesNotOpen, .clientKeyDoesNotOpen {
+            throw Daemon.wrongStoreKey(keyFile: source.keyFile, location: source.location)
+        } catch {
+            throw DaemonStartupError("cannot read \(source.location): \(error)")
+        }
+        let survey = try await Self.reading(source) { () throws(StoreError) in try await RegistryCopy.survey(from) }
+        guard survey.altered.isEmpty else {
+            let named = survey.altered.prefix(10).map { "\($0.id.uuidString.lowercased()) (\(StoreReseal.visible($0.did)))" }.joined(separator: ", ")
+            throw DaemonStartupError(
+                "\(survey.altered.count) account\(survey.altered.count == 1 ? "" : "s") of the source fail their seal and would "
+                    + "be blessed by a copy: \(named); see `blueskyd store reseal --dry-run`, then log them in again or remove "
+                    + "them; nothing was copied", exitCode: .dataError)
+        }
+        if options.dryRun {
+            try await checkEmpty(target, daemon: daemon)
+            report(survey, source: source, target: target, copied: nil, seconds: nil)
+            return
+        }
+        let extras = try await Self.reading(source) { () throws(StoreError) in try await from.registryExtras() }
+        let started = ContinuousClock.now
+        let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
+        let copied = try await write(from: from, extras: extras, into: target, daemon: daemon, progress: progress)
+        progress.finish()
+        let elapsed = ContinuousClock.now - started
+        report(survey, source: source, target: target, copied: copied,
+               seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    private func write(from: any AccountStore, extras: RegistryExtras, into target: StoreEndpoint, daemon: Daemon,
+                       progress: CopyProgress) async throws(DaemonStartupError) -> Int {
+        let copied = Counter()
+        let produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void = { writer throws(StoreError) in
+            copied.value = try await RegistryCopy.copyAccounts(from: from, into: writer) { progress.show($0) }
+        }
+        do {
+            switch target.place {
+            case .sqlite(let directory):
+                // The key that opens the copy, beside it, before it is there.
+                _ = try StoreKey.install(target.key, keyFile: directory.keyFile)
+                _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: target.key, logger: logger,
+                                                                extras: extras, produce)
+            case .postgres:
+                guard let store = try await target.open(with: daemon) as? PostgresAccountStore else { return 0 }
+                do {
+                    try await store.importRegistry(extras: extras, produce)
+                } catch {
+                    await store.close()
+                    throw error
+                }
+                await store.close()
+            }
+        } catch let error as DaemonStartupError {
+            throw error
+        } catch let error as StoreError {
+            throw Self.failure(error, target: target)
+        } catch {
+            throw DaemonStartupError("cannot copy into \(target.location): \(error)")
+        }
+        return copied.value
+    }
+
+    /// A dry run says whether the copy would find its target empty.
+    private func checkEmpty(_ target: StoreEndpoint, daemon: Daemon) async throws(DaemonStartupError) {
+        guard let store = try await target.open(with: daemon, creating: false) else { return }
+        let held: Int
+        do {
+            held = try await store.count() + store.clientKeys().count
+        } catch {
+            await store.close()
+            throw Self.failure(error, target: target)
+        }
+        await store.close()
+        guard held == 0 else { throw Self.failure(.targetNotEmpty(location: target.location, accounts: held), target: target) }
+    }
+
+    static func failure(_ error: StoreError, target: StoreEndpoint) -> DaemonStartupError {
+        switch error {
+        case .targetNotEmpty:
+            DaemonStartupError("\(error); nothing was copied", exitCode: .cannotCreate)
+        case .unreachable:
+            DaemonStartupError("cannot reach \(target.location): \(error); nothing was copied", exitCode: .unavailable)
+        case .secretDoesNotOpen, .clientKeyDoesNotOpen:
+            DaemonStartupError("the target's key does not open what \(target.location) holds: \(error)", exitCode: .configuration)
+        default:
+            DaemonStartupError("cannot copy into \(target.location): \(error); nothing was copied")
+        }
+    }
+
+    static func reading<T>(_ source: StoreEndpoint, _ body: () async throws(StoreError) -> T) async throws(DaemonStartupError) -> T {
+        do {
+            return try await body()
+        } catch .unreachable(_, let reason) {
+            throw DaemonStartupError("cannot reach \(source.location): \(reason)", exitCode: .unavailable)
+        } catch {
+            throw DaemonStartupError("cannot read \(source.location): \(error)")
+        }
+    }
+}
+
+/// The number of accounts a copy wrote, set from inside the target's step.
+private final class Counter: Sendable {
+    private let count = Mutex(0)
+    var value: Int {
+        get { count.withLock { $0 } }
+        set { count.withLock { $0 = newValue } }
+    }
+}
