@@ -82,6 +82,11 @@ public protocol AccountStore: AnyObject, Sendable {
     /// - Throws: `.unknownAccount`, `.secretDoesNotOpen` (wrong key, tampering), or
     ///   `.recordAltered` (the account's row was changed by someone without the store key).
     func secrets(for id: UUID) async throws(StoreError) -> AccountSecrets
+    /// Up to `limit` accounts after `key`, oldest first, each with its secrets opened, read a
+    /// page at a time (a copy of a million accounts makes a query per page, not per account).
+    /// - Throws: `.recordAltered` for a row whose seal does not hold (a copy would bless it
+    ///   under the target's key), `.secretDoesNotOpen` for one whose secrets do not open.
+    func portableAccounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount]
     /// Checks that the store key opens what the store holds (one account's secrets and every
     /// client key): a replaced key is found at start, not at the first refresh.
     func verifyKey() async throws(StoreError)

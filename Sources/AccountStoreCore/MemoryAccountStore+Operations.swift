@@ -157,6 +157,10 @@ extension MemoryAccountStore {
 
     public func verifyKey() async throws(StoreError) {}
 
+    public func portableAccounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount] {
+        try await portableAccountsOneByOne(after: key, limit: limit)
+    }
+
     /// Nothing is written where anyone else could change it: every row is as written.
     public func unsealedAccounts() async throws(StoreError) -> [UnsealedAccount] { [] }
 

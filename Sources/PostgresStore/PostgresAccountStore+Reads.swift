@@ -21,6 +21,23 @@ extension PostgresAccountStore {
                                  Self.binds(settings.tenant, key.createdAt.storedSeconds, key.id), limit: limit)
     }
 
+    public func portableAccounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount] {
+        let tenant = settings.tenant
+        let (condition, binds) = key.map { ("(created_at, id) > ($2, $3)", Self.binds(tenant, $0.createdAt.storedSeconds, $0.id)) }
+            ?? ("true", Self.binds(tenant))
+        let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account WHERE tenant = $1 AND "
+                                    + "\(condition) ORDER BY created_at, id LIMIT \(limit)", binds: binds)
+        let rows = try await read("reading accounts to copy") { [self] session in
+            try await session.run(query).map { row in
+                (try verified(row), Data(buffer: try row.makeRandomAccess()["sealed_secrets"].decode(ByteBuffer.self)))
+            }
+        }
+        return try rows.map { (record, blob) throws(StoreError) in
+            guard !record.isAltered else { throw StoreError.recordAltered(account: record.id) }
+            return PortableAccount(record: record, secrets: try sealer.open(blob, account: record.id))
+        }
+    }
+
     public func count() async throws(StoreError) -> Int {
         let tenant = settings.tenant
         return try await read("counting accounts") { session in

@@ -31,6 +31,21 @@ extension SQLiteAccountStore {
         }
     }
 
+    public func portableAccounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount] {
+        let rows = try await performRead("reading accounts to copy") { db -> [(AccountRecord, Data)] in
+            var request = AccountRecord.order(AccountColumn.createdAt, AccountColumn.id).limit(limit)
+                .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets])
+            if let key {
+                request = request.filter(sql: "(created_at, id) > (?, ?)", arguments: [key.createdAt.storedSeconds, key.id])
+            }
+            return try Row.fetchAll(db, request).map { (try self.verified($0), $0[AccountColumn.sealedSecrets]) }
+        }
+        return try rows.map { (record, blob) throws(StoreError) in
+            guard !record.isAltered else { throw StoreError.recordAltered(account: record.id) }
+            return PortableAccount(record: record, secrets: try sealer.open(blob, account: record.id))
+        }
+    }
+
     public func count() async throws(StoreError) -> Int {
         try await performRead("counting accounts") { db in
             try AccountRecord.fetchCount(db)

@@ -39,10 +39,8 @@ public struct RegistryExtras: Sendable, Equatable {
 }
 
 extension AccountStore {
-    /// Up to `limit` accounts after `key`, oldest first, each with its secrets opened.
-    /// - Throws: `.recordAltered` for a row whose seal does not hold (a copy would bless it
-    ///   under the target's key), `.secretDoesNotOpen` for one whose secrets do not open.
-    public func portableAccounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount] {
+    /// `portableAccounts` an account at a time, for a store without a page read of its own.
+    public func portableAccountsOneByOne(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount] {
         var page: [PortableAccount] = []
         for record in try await accounts(after: key, limit: limit) {
             guard !record.isAltered else { throw StoreError.recordAltered(account: record.id) }
