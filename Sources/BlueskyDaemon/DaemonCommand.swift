@@ -9,6 +9,8 @@ public enum DaemonExitCode: Int32, Sendable {
     case usage = 64
     /// The input cannot be used as it is (a row whose seal fails, a damaged file).
     case dataError = 65
+    /// An input file that cannot be read.
+    case noInput = 66
     /// A database that cannot be reached.
     case unavailable = 69
     /// The target cannot take what is asked (a store that already holds accounts).

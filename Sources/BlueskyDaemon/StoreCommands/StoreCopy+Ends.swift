@@ -4,29 +4,13 @@ import Foundation
 
 /// Which stores a copy goes between, and the keys that open them.
 extension StoreCopy {
-    /// `--from`, or the configured store, with its key: `--from-key-file`, else the key of
-    /// the state directory copied from, else the daemon's (its credential or `store.key`).
+    /// `--from`, or the configured store, with its key.
     func sourceEndpoint() throws(DaemonStartupError) -> StoreEndpoint {
-        let fallbackTenant = configuration.tenant ?? Daemon.unixUserName()
-        let place: StoreEndpoint.Place
-        if let from = options.from {
-            place = try StoreEndpoint.place(from, tenant: options.fromTenant, passwordFile: options.fromPasswordFile,
-                                            fallbackTenant: fallbackTenant)
-        } else {
-            guard options.fromTenant == nil, options.fromPasswordFile == nil else {
-                throw DaemonStartupError("--from-tenant and --from-password-file go with --from", exitCode: .usage)
-            }
-            place = try configuredPlace(fallbackTenant: fallbackTenant)
+        if options.from == nil, options.fromTenant != nil || options.fromPasswordFile != nil {
+            throw DaemonStartupError("--from-tenant and --from-password-file go with --from", exitCode: .usage)
         }
-        if let path = options.fromKeyFile {
-            let file = URL(fileURLWithPath: path)
-            return StoreEndpoint(place: place, key: try StoreEndpoint.existingKey(file), keyFile: file)
-        }
-        if options.from != nil, case .sqlite(let directory) = place {
-            return StoreEndpoint(place: place, key: try StoreEndpoint.existingKey(directory.keyFile), keyFile: directory.keyFile)
-        }
-        let (key, file) = try daemonKey()
-        return StoreEndpoint(place: place, key: key, keyFile: file)
+        return try StoreEndpoint.source(configuration, from: options.from, tenant: options.fromTenant,
+                                        passwordFile: options.fromPasswordFile, keyFile: options.fromKeyFile)
     }
 
     /// `--to`, with its key: `--to-key-file`, else the key already in the state directory
@@ -49,36 +33,5 @@ extension StoreCopy {
             return StoreEndpoint(place: place, key: existing ?? source.key, keyFile: directory.keyFile)
         }
         return StoreEndpoint(place: place, key: source.key, keyFile: source.keyFile)
-    }
-
-    private func configuredPlace(fallbackTenant: String) throws(DaemonStartupError) -> StoreEndpoint.Place {
-        if let url = configuration.storeURL {
-            let password = try configuration.storePasswordFile.map { path throws(DaemonStartupError) in
-                try Daemon.readPasswordFile(path)
-            }
-            return .postgres(url: url, tenant: fallbackTenant, password: password)
-        }
-        do {
-            return .sqlite(try StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
-        } catch {
-            throw DaemonStartupError("cannot use the state directory \(configuration.stateDirectory): \(error)",
-                                     exitCode: .configuration)
-        }
-    }
-
-    /// The daemon's own key: systemd's credential, else the state directory's `store.key`,
-    /// which must exist (a copy never makes up the key of the store it reads).
-    private func daemonKey() throws(DaemonStartupError) -> (SymmetricKey, URL) {
-        let file = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
-        let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] ?? ""
-        let credential = credentials + "/blueskyd-store-key"
-        guard !credentials.isEmpty, FileManager.default.fileExists(atPath: credential) else {
-            return (try StoreEndpoint.existingKey(file), file)
-        }
-        do {
-            return (try StoreKey.load(keyFile: file), URL(fileURLWithPath: credential))
-        } catch {
-            throw DaemonStartupError(String(describing: error), exitCode: .configuration)
-        }
     }
 }

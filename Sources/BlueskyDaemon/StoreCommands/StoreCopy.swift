@@ -73,34 +73,13 @@ public struct StoreCopy: Sendable {
 
     private func copy(from: any AccountStore, source: StoreEndpoint, to target: StoreEndpoint, daemon: Daemon)
         async throws(DaemonStartupError) {
-        if let shared = from as? PostgresAccountStore {
-            let hosts = try await Self.reading(source) { () throws(StoreError) in try await shared.liveHosts() }
-            guard hosts.isEmpty else {
-                throw DaemonStartupError("hosts of the tenant are running on \(source.location): \(hosts.joined(separator: ", ")); "
-                                         + "stop them first, so that no token rotates during the copy", exitCode: .alreadyRunning)
-            }
-        }
-        do {
-            try await from.verifyKey()
-        } catch .secretDoesNotOpen, .clientKeyDoesNotOpen {
-            throw Daemon.wrongStoreKey(keyFile: source.keyFile, location: source.location)
-        } catch {
-            throw DaemonStartupError("cannot read \(source.location): \(error)")
-        }
-        let survey = try await Self.reading(source) { () throws(StoreError) in try await RegistryCopy.survey(from) }
-        guard survey.altered.isEmpty else {
-            let named = survey.altered.prefix(10).map { "\($0.id.uuidString.lowercased()) (\(StoreReseal.visible($0.did)))" }.joined(separator: ", ")
-            throw DaemonStartupError(
-                "\(survey.altered.count) account\(survey.altered.count == 1 ? "" : "s") of the source fail their seal and would "
-                    + "be blessed by a copy: \(named); see `blueskyd store reseal --dry-run`, then log them in again or remove "
-                    + "them; nothing was copied", exitCode: .dataError)
-        }
+        let survey = try await source.checkStill(from, doing: "copy")
         if options.dryRun {
             try await checkEmpty(target, daemon: daemon)
             report(survey, source: source, target: target, copied: nil, seconds: nil)
             return
         }
-        let extras = try await Self.reading(source) { () throws(StoreError) in try await from.registryExtras() }
+        let extras = try await source.reading { () throws(StoreError) in try await from.registryExtras() }
         let started = ContinuousClock.now
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
         let copied = try await write(from: from, extras: extras, into: target, daemon: daemon, progress: progress)
@@ -170,15 +149,6 @@ public struct StoreCopy: Sendable {
         }
     }
 
-    static func reading<T>(_ source: StoreEndpoint, _ body: () async throws(StoreError) -> T) async throws(DaemonStartupError) -> T {
-        do {
-            return try await body()
-        } catch .unreachable(_, let reason) {
-            throw DaemonStartupError("cannot reach \(source.location): \(reason)", exitCode: .unavailable)
-        } catch {
-            throw DaemonStartupError("cannot read \(source.location): \(error)")
-        }
-    }
 }
 
 /// The number of accounts a copy wrote, set from inside the target's step.

@@ -97,3 +97,69 @@ struct StoreEndpoint {
         }
     }
 }
+
+/// The stores and keys the store commands work on, from the options and the configuration.
+extension StoreEndpoint {
+    /// `from` (a state directory or a URL), or the configured store, with its key:
+    /// `keyFile`, else the key of the state directory named, else the daemon's (its credential
+    /// or `store.key`).
+    static func source(_ configuration: DaemonConfiguration, from: String?, tenant: String?, passwordFile: String?,
+                       keyFile: String?) throws(DaemonStartupError) -> StoreEndpoint {
+        let fallbackTenant = configuration.tenant ?? Daemon.unixUserName()
+        let place: Place
+        if let from {
+            place = try Self.place(from, tenant: tenant, passwordFile: passwordFile, fallbackTenant: fallbackTenant)
+        } else {
+            place = try configuredPlace(configuration, fallbackTenant: fallbackTenant)
+        }
+        if let keyFile {
+            let file = URL(fileURLWithPath: keyFile)
+            return StoreEndpoint(place: place, key: try existingKey(file), keyFile: file)
+        }
+        if from != nil, case .sqlite(let directory) = place {
+            return StoreEndpoint(place: place, key: try existingKey(directory.keyFile), keyFile: directory.keyFile)
+        }
+        let (key, file) = try daemonKey(configuration)
+        return StoreEndpoint(place: place, key: key, keyFile: file)
+    }
+
+    static func configuredPlace(_ configuration: DaemonConfiguration, fallbackTenant: String) throws(DaemonStartupError) -> Place {
+        if let url = configuration.storeURL {
+            let password = try configuration.storePasswordFile.map { path throws(DaemonStartupError) in
+                try Daemon.readPasswordFile(path)
+            }
+            return .postgres(url: url, tenant: fallbackTenant, password: password)
+        }
+        do {
+            return .sqlite(try StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
+        } catch {
+            throw DaemonStartupError("cannot use the state directory \(configuration.stateDirectory): \(error)",
+                                     exitCode: .configuration)
+        }
+    }
+
+    /// The daemon's own key: systemd's credential, else the state directory's `store.key`,
+    /// which must exist (a copy never makes up the key of the store it reads).
+    /// The daemon's own key, or nil when it has none yet (neither credential nor `store.key`).
+    static func daemonKeyIfAny(_ configuration: DaemonConfiguration) throws(DaemonStartupError) -> (SymmetricKey, URL)? {
+        let file = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
+        let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] ?? ""
+        let hasCredential = !credentials.isEmpty && FileManager.default.fileExists(atPath: credentials + "/blueskyd-store-key")
+        guard hasCredential || FileManager.default.fileExists(atPath: file.path) else { return nil }
+        return try daemonKey(configuration)
+    }
+
+    static func daemonKey(_ configuration: DaemonConfiguration) throws(DaemonStartupError) -> (SymmetricKey, URL) {
+        let file = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
+        let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] ?? ""
+        let credential = credentials + "/blueskyd-store-key"
+        guard !credentials.isEmpty, FileManager.default.fileExists(atPath: credential) else {
+            return (try StoreEndpoint.existingKey(file), file)
+        }
+        do {
+            return (try StoreKey.load(keyFile: file), URL(fileURLWithPath: credential))
+        } catch {
+            throw DaemonStartupError(String(describing: error), exitCode: .configuration)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import AccountStoreCore
+import Crypto
+import Foundation
+import JSONRPC
+import Logging
+import PostgresStore
+import SQLiteStore
+import Synchronization
+
+/// `blueskyd store import`: an export file into the configured store, whole or not at all: a
+/// file damaged anywhere, cut short, of a later format or sealed with another key is refused,
+/// and the store is left as it was. The store must hold no account (an import never merges).
+public struct StoreImport: Sendable {
+    public struct Options: Sendable {
+        public var from = ""
+        /// The key the export was sealed with; default the store's own.
+        public var keyFile: String?
+        public var dryRun = false
+        public var json = false
+        public init() {}
+    }
+
+    let configuration: DaemonConfiguration
+    let options: Options
+    let logger: Logger
+
+    public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
+        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store import") else {
+            return DaemonExitCode.configuration.rawValue
+        }
+        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
+        logger.logLevel = .warning
+        do {
+            try await StoreImport(configuration: configuration, options: options, logger: logger).run()
+            return DaemonExitCode.ok.rawValue
+        } catch {
+            FileHandle.standardError.write(Data("blueskyd store import: \(error)\n".utf8))
+            return error.exitCode.rawValue
+        }
+    }
+
+    func run() async throws(DaemonStartupError) {
+        guard !options.from.isEmpty else { throw DaemonStartupError("--from names the export file", exitCode: .usage) }
+        let given = try options.keyFile.map { path throws(DaemonStartupError) in try StoreEndpoint.existingKey(URL(fileURLWithPath: path)) }
+        let place = try StoreEndpoint.configuredPlace(configuration, fallbackTenant: configuration.tenant ?? Daemon.unixUserName())
+        let own = try StoreEndpoint.daemonKeyIfAny(configuration)
+        guard let exportKey = given ?? own?.0 else {
+            throw DaemonStartupError("no store key at \(configuration.stateDirectory)/store.key: give the key the export was "
+                                     + "sealed with (--key-file)", exitCode: .configuration)
+        }
+        let reader = try Self.open(options.from, key: exportKey)
+        defer { reader.close() }
+        let extras = try Self.reading(reader) { () throws(ExportFileError) in try reader.extras() }
+        if options.dryRun {
+            var accounts = 0
+            while let batch = try Self.reading(reader, { () throws(ExportFileError) in try reader.nextAccounts() }) { accounts += batch.count }
+            say(accounts: accounts, extras: extras, into: nil, seconds: nil)
+            return
+        }
+        // The store keeps its own key; a new state directory gets the export's.
+        let keyFile = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
+        if own == nil {
+            do {
+                _ = try StoreKey.install(exportKey, keyFile: keyFile)
+            } catch {
+                throw DaemonStartupError(String(describing: error), exitCode: .configuration)
+            }
+        }
+        let target = StoreEndpoint(place: place, key: own?.0 ?? exportKey, keyFile: own?.1 ?? keyFile)
+        let lock = try target.lock(role: "store")
+        defer { withExtendedLifetime(lock) {} }
+        let started = ContinuousClock.now
+        let fileError = Mutex<ExportFileError?>(nil)
+        let produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void = { writer throws(StoreError) in
+            while true {
+                let batch: [PortableAccount]?
+                do throws(ExportFileError) {
+                    batch = try reader.nextAccounts()
+                } catch {
+                    fileError.withLock { $0 = error }
+                    throw StoreError.database(context: "importing", reason: error.description)
+                }
+                guard let batch else { return }
+                try await writer.write(batch)
+            }
+        }
+        let imported: Int
+        do {
+            switch place {
+            case .sqlite(let directory):
+                _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: target.key, logger: logger,
+                                                                extras: extras, produce)
+            case .postgres:
+                let daemon = Daemon(configuration: configuration, logger: logger)
+                guard let store = try await target.open(with: daemon) as? PostgresAccountStore else { return }
+                do {
+                    try await store.importRegistry(extras: extras, produce)
+                } catch {
+                    await store.close()
+                    throw error
+                }
+                await store.close()
+            }
+            imported = try await Self.count(target, daemon: Daemon(configuration: configuration, logger: logger))
+        } catch let error as StoreError {
+            if let fileError = fileError.withLock({ $0 }) { throw Self.refusal(fileError) }
+            throw StoreCopy.failure(error, target: target)
+        } catch let error as DaemonStartupError {
+            throw error
+        } catch {
+            throw DaemonStartupError("cannot import: \(error)")
+        }
+        let elapsed = ContinuousClock.now - started
+        say(accounts: imported, extras: extras, into: target,
+            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    /// The accounts the store holds after the import (all of them came from the file).
+    private static func count(_ target: StoreEndpoint, daemon: Daemon) async throws(DaemonStartupError) -> Int {
+        guard let store = try await target.open(with: daemon, creating: false) else { return 0 }
+        do {
+            let count = try await target.reading { () throws(StoreError) in try await store.count() }
+            await store.close()
+            return count
+        } catch {
+            await store.close()
+            throw error
+        }
+    }
+
+    static func open(_ path: String, key: SymmetricKey) throws(DaemonStartupError) -> ExportFileReader {
+        do {
+            return try ExportFileReader(path: path, storeKey: key)
+        } catch {
+            throw refusal(error)
+        }
+    }
+
+    static func reading<T>(_ reader: ExportFileReader, _ body: () throws(ExportFileError) -> T) throws(DaemonStartupError) -> T {
+        do {
+            return try body()
+        } catch {
+            throw refusal(error)
+        }
+    }
+
+    static func refusal(_ error: ExportFileError) -> DaemonStartupError {
+        switch error {
+        case .anotherKey: DaemonStartupError(error.description, exitCode: .configuration)
+        case .unreadable: DaemonStartupError(error.description, exitCode: .noInput)
+        default: DaemonStartupError(error.description, exitCode: .dataError)
+        }
+    }
+
+    private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?) {
+        let output: String
+        if options.json {
+            var object: [String: JSONValue] = [
+                "from": .string(options.from), "dryRun": .bool(target == nil), "accounts": .number(Double(accounts)),
+                "clientKeys": .number(Double(extras.clientKeys.count)), "nonces": .number(Double(extras.nonces.count)),
+            ]
+            object["to"] = target.map { .string($0.location) }
+            object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
+            output = String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
+        } else {
+            let what = "\(accounts) account\(accounts == 1 ? "" : "s"), \(extras.clientKeys.count) OAuth client key(s), "
+                + "\(extras.nonces.count) DPoP nonce(s)"
+            output = target.map { "Imported \(what) from \(options.from) into \($0.location)"
+                + (seconds.map { String(format: " in %.1f s", $0) } ?? "") + ".\n  A refresh token in an older export may be "
+                + "spent: an account whose session ended since needs a login (bskyctl status shows it)." }
+                ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key; nothing was written."
+        }
+        FileHandle.standardOutput.write(Data((output + "\n").utf8))
+    }
+}
