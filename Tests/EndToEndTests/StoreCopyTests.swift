@@ -7,7 +7,7 @@ import Testing
 
 /// `blueskyd store copy` as a user runs it: a registry moves from one machine's SQLite store to
 /// a PostgreSQL tenant and back, and every account goes on working without a login.
-@Suite("Moving the registry: blueskyd store copy")
+@Suite("Moving the registry: blueskyd store copy, export and import")
 struct StoreCopyTests {
     @Test("""
         live accounts (atproto OAuth with DPoP, an app password) copied from SQLite to a PostgreSQL tenant answer calls \
@@ -150,6 +150,75 @@ struct StoreCopyTests {
             }
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: target).filter { $0.hasPrefix(".copy-") }
             #expect(leftovers.isEmpty, "the last copy cleared what the killed ones left: \(leftovers)")
+        }
+    }
+
+    @Test("""
+        export, delete the state directory, import with the key into a new one: the accounts answer and rotate without a \
+        login; a damaged export, one sealed with another key and a file that is not one are refused with nothing written
+        """, .timeLimit(.minutes(4)))
+    func exportDeleteImport() async throws {
+        try HermeticNetwork.require()
+        let directory = try TemporaryDirectory("blueskyd-export")
+        let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed"))
+        var daemons: [DaemonProcess] = []
+        try await withTearDown {
+            for daemon in daemons { await daemon.stop() }
+            try? await testbed.shutdown()
+            directory.remove()
+        } run: {
+            let machine = directory.path + "/machine"
+            let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth1"], accessExpiresAt: Date().addingTimeInterval(3600))
+            try await SeededLocalStore.write(stateDirectory: machine + "/state", count: 1) { _ in
+                SeededOAuthAccounts.account(minted[0].session, key: minted[0].key, isDefault: true, issuer: testbed.oauthIssuer,
+                                            pdsURL: testbed.pdsURL, issuedAt: Date())
+            }
+            let empty = directory.path + "/empty.toml"
+            try "".write(toFile: empty, atomically: true, encoding: .utf8)
+            let store = ["--config", empty, "--state-directory", machine + "/state"]
+            var daemon = try await DaemonProcess(directory: machine, testbed: testbed, extraArguments: ["--config", empty])
+            daemons = [daemon]
+            var spec = AccountSpec(name: "app1")
+            spec.publishWellKnown = true
+            let app = await testbed.createAccount(spec)
+            _ = try await daemon.call("accounts.add", ["identifier": .string(app.did), "password": .string(app.appPassword)])
+            let dids = [minted[0].session.did, app.did]
+            for did in dids { try await Self.expectWorks(daemon, did) }
+            let running = try await CommandResult.run(Binaries.path("blueskyd"), ["store", "export"] + store + ["--to", directory.path + "/x"])
+            #expect(running.status == 75, "the daemon holds the store: \(running.stderr)")
+            await daemon.stop()
+            daemons = []
+
+            let file = directory.path + "/registry.export"
+            let exported = try await CommandResult.run(Binaries.path("blueskyd"), ["store", "export"] + store + ["--to", file, "--json"])
+            #expect(exported.status == 0 && exported.json?["accounts"]?.intValue == 2, "\(exported.stdout) \(exported.stderr)")
+            // The key kept apart, then the machine's state directory lost.
+            let key = directory.path + "/kept.key"
+            try FileManager.default.copyItem(atPath: machine + "/state/store.key", toPath: key)
+            try FileManager.default.removeItem(atPath: machine)
+
+            // Refusals first: nothing appears in the new state directory.
+            let fresh = directory.path + "/fresh"
+            let into = ["store", "import", "--config", empty, "--state-directory", fresh + "/state"]
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: file))
+            bytes[bytes.count / 2] ^= 0x40
+            try bytes.write(to: URL(fileURLWithPath: directory.path + "/damaged.export"))
+            let damaged = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", directory.path + "/damaged.export", "--key-file", key])
+            #expect(damaged.status == 65 && damaged.stderr.contains("damaged"), "\(damaged.stderr)")
+            let otherKey = directory.path + "/other.key"
+            FileManager.default.createFile(atPath: otherKey, contents: Data(SharedStoreHosts.randomKeyHex().utf8),
+                                           attributes: [.posixPermissions: 0o600])
+            let wrong = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", file, "--key-file", otherKey])
+            #expect(wrong.status == 78 && wrong.stderr.contains("another store key"), "\(wrong.stderr)")
+            let notOne = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", empty, "--key-file", key])
+            #expect(notOne.status == 65 && notOne.stderr.contains("not a blueskyd export"), "\(notOne.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: fresh + "/state/accounts.sqlite"), "nothing written")
+
+            let imported = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", file, "--key-file", key, "--json"])
+            #expect(imported.status == 0 && imported.json?["accounts"]?.intValue == 2, "\(imported.stdout) \(imported.stderr)")
+            daemon = try await DaemonProcess(directory: fresh, testbed: testbed, extraArguments: ["--config", empty])
+            daemons = [daemon]
+            for did in dids { try await Self.expectWorks(daemon, did) }
         }
     }
 
