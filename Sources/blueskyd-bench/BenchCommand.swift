@@ -54,6 +54,8 @@ struct RunBenchmark: AsyncParsableCommand {
     var refreshedTokenLifetimeMinutes = 120
     @Option(help: "Accounts in the cluster section's PostgreSQL database (all three hosts load them all).")
     var clusterAccounts = 1_000_000
+    @Option(help: "Accounts the registry section copies, exports and imports.")
+    var registryAccounts = 100_000
     @Option(help: "Of those, OAuth accounts that fall due at once in the cluster section's storm (a quarter more for the failover storm).")
     var stormAccounts = 20_000
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
@@ -80,9 +82,11 @@ struct RunBenchmark: AsyncParsableCommand {
         options.refreshLatencyMilliseconds = max(0, refreshLatencyMs)
         options.refreshedTokenLifetimeMinutes = max(1, refreshedTokenLifetimeMinutes)
         options.clusterAccounts = max(1, clusterAccounts)
+        options.registryAccounts = max(1, registryAccounts)
         options.stormAccounts = max(10, stormAccounts)
         let extra = (options.wants(RefreshCapacityBench.section) ? RefreshCapacityBench.timeBudget(options) : 0)
             + (options.wants(ClusterBench.section) ? ClusterBench.timeBudget(options) : 0)
+            + (options.wants(RegistryBench.section) ? RegistryBench.timeBudget(options) : 0)
             + (options.wants("memory") ? MemoryBench.timeBudget(options) : 0)
         Watchdog.arm(seconds: timeLimit ?? 600 + extra)
         let progress = ProgressLog(enabled: true)
@@ -117,6 +121,7 @@ struct BenchOptions: Sendable {
     var refreshLeadMinutes = 7.0
     var refreshLatencyMilliseconds = 100
     var refreshedTokenLifetimeMinutes = 120
+    var registryAccounts = 100_000
     var clusterAccounts = 1_000_000
     var stormAccounts = 20_000
 

@@ -62,6 +62,10 @@ extension BenchReport {
             lines.append("")
             lines += cluster.lines()
         }
+        if let registry {
+            lines.append("")
+            lines += registry.lines()
+        }
         if !problems.isEmpty {
             lines.append("")
             lines.append("Problems:")

@@ -28,6 +28,8 @@ struct BenchReport: Codable, Sendable {
     var events: EventsResult?
     /// Section 10: three hosts on one PostgreSQL database.
     var cluster: ClusterResult?
+    /// Section 14: 100,000 accounts copied, exported and imported.
+    var registry: RegistryResult?
     /// Sections that failed or were skipped, one line each.
     var problems: [String] = []
 }

@@ -1,0 +1,120 @@
+import DaemonHarness
+import Foundation
+
+/// Section 14: the registry moved. 100,000 app-password accounts in a SQLite store are copied
+/// into a PostgreSQL tenant and back, exported and imported, each by the real `blueskyd store`
+/// command, timed, with the command's peak memory (VmHWM, sampled every 50 ms): a registry is
+/// read and written a page at a time, so the peak stays flat however many accounts.
+struct RegistryBench {
+    static let section = "registry"
+    /// Each step's target (issue 27): under a minute for 100,000 accounts.
+    static let targetSeconds = 60.0
+    /// Seeding, starting PostgreSQL and four steps, with room.
+    static func timeBudget(_ options: BenchOptions) -> Double { 600 }
+
+    let options: BenchOptions
+    let workDirectory: String
+    let progress: ProgressLog
+
+    func run() async -> RegistryResult {
+        var result = RegistryResult(accounts: options.registryAccounts)
+        let directory = workDirectory + "/registry"
+        var server: PostgresServer?
+        do {
+            // Traversable: PostgreSQL runs as its own user when the bench runs as root.
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o755])
+            let source = directory + "/source/state"
+            progress.say("registry: writing \(result.accounts) accounts into a SQLite store")
+            try await FakeAccounts.seed(stateDirectory: source, count: result.accounts, pdsURL: "https://pds.bench.test")
+            let started = try PostgresServer.start(in: directory + "/postgres")
+            server = started
+            let (url, password) = try SharedStoreHosts.createDatabase(on: started)
+            await (try await SeededSharedStore(url: url, password: password, tenant: SharedStoreHosts.ownerTenant,
+                                               keyDirectory: directory + "/owner")).close()
+            let config = try SharedStoreHosts.writeConfiguration(in: directory, url: url, password: password,
+                                                                 tenant: SharedStoreHosts.ownerTenant)
+            let empty = directory + "/empty.toml"
+            try "".write(toFile: empty, atomically: true, encoding: .utf8)
+            let local = ["--config", empty, "--state-directory", source]
+            let steps: [(String, [String])] = [
+                ("copy SQLite → PostgreSQL", ["store", "copy"] + local + [
+                    "--to", url, "--to-tenant", SharedStoreHosts.ownerTenant, "--to-password-file", directory + "/store-password"]),
+                ("copy PostgreSQL → SQLite", ["store", "copy", "--config", config, "--state-directory", source,
+                                              "--to", directory + "/back/state"]),
+                ("export (SQLite)", ["store", "export"] + local + ["--to", directory + "/registry.export"]),
+                ("import (into a new SQLite store)", ["store", "import", "--config", empty, "--state-directory",
+                                                      directory + "/restored/state", "--from", directory + "/registry.export",
+                                                      "--key-file", source + "/store.key"]),
+            ]
+            for (name, arguments) in steps {
+                progress.say("registry: \(name)")
+                result.steps.append(try await Self.measure(name, arguments + ["--json"], expecting: result.accounts))
+            }
+        } catch {
+            result.error = describe(error)
+        }
+        server?.destroy()
+        return result
+    }
+
+    /// Runs one `blueskyd store` command to its end, sampling its peak memory meanwhile.
+    static func measure(_ name: String, _ arguments: [String], expecting accounts: Int) async throws -> RegistryResult.Step {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Binaries.path("blueskyd"))
+        process.arguments = arguments
+        let output = Pipe()
+        let errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        let started = ContinuousClock.now
+        try process.run()
+        var peakKiB = 0
+        while process.isRunning {
+            if let peak = Self.peakKiB(process.processIdentifier) { peakKiB = max(peakKiB, peak) }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let elapsed = ContinuousClock.now - started
+        let stdout = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        guard process.terminationStatus == 0 else {
+            throw BenchError.storeFailed("\(name): exit \(process.terminationStatus): \(stderr)")
+        }
+        let counted = stdout.contains("\"copied\":\(accounts)") || stdout.contains("\"accounts\":\(accounts)")
+        guard counted else { throw BenchError.storeFailed("\(name): \(accounts) accounts expected, got \(stdout)") }
+        return RegistryResult.Step(name: name, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                                   peakKiB: peakKiB)
+    }
+
+    /// VmHWM of `pid` (its resident high-water mark), in KiB.
+    static func peakKiB(_ pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }) else { return nil }
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+    }
+}
+
+struct RegistryResult: Codable, Sendable {
+    struct Step: Codable, Sendable {
+        var name: String
+        var seconds: Double
+        var peakKiB: Int
+    }
+
+    var accounts: Int
+    var steps: [Step] = []
+    var error: String?
+
+    init(accounts: Int) { self.accounts = accounts }
+
+    func lines() -> [String] {
+        var lines = ["14. Moving the registry: \(accounts) app-password accounts, each step one `blueskyd store` command "
+            + "(target: under \(Int(RegistryBench.targetSeconds)) s each)"]
+        if let error { lines.append("   failed: \(error)") }
+        for step in steps {
+            lines.append("   \(step.name): \(format(step.seconds, 1)) s, peak RSS \(mebibytes(step.peakKiB))"
+                + (step.seconds < RegistryBench.targetSeconds ? "" : "  (over the target)"))
+        }
+        return lines
+    }
+}
