@@ -57,8 +57,10 @@ extension PostgresAccountStore {
             let query = notifying(insertStatement(chunk, withMark: true), ids: chunk.map(\.0.id))
             do {
                 let inserted = try await session.run(query).count
+                // The tenant was empty: an id taken is another tenant's (ids are unique in a database).
                 guard inserted == chunk.count else {
-                    throw StoreError.database(context: "copying accounts", reason: "an account's id or DID is taken in the target")
+                    throw StoreError.database(context: "copying accounts", reason: "\(chunk.count - inserted) account id(s) are "
+                        + "another tenant's in this database: a copy between two tenants of one database is not supported")
                 }
             } catch let error as StoreError {
                 throw error

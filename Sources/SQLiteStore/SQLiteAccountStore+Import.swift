@@ -27,17 +27,21 @@ extension SQLiteAccountStore {
         let target = directory.appendingPathComponent(databaseFileName).path
         try removeAbandonedCopies(in: directory)
         if FileManager.default.fileExists(atPath: target) {
-            // Opened to count, then closed: SQLite removes its WAL on the last close, so no
-            // log of the old file is left to be read against the new one.
+            // Opened to count, its log folded into it and emptied, then closed: no frame of the
+            // old file's log is left to be read against the new one.
             let existing = try SQLiteAccountStore(directory: directory, key: key, logger: logger)
-            let held = try await existing.count() + existing.clientKeys().count
+            let held: Int
+            do {
+                held = try await existing.count() + existing.clientKeys().count
+                try await existing.foldLog()
+            } catch {
+                await existing.close()
+                throw error
+            }
             await existing.close()
             guard held == 0 else { throw StoreError.targetNotEmpty(location: target, accounts: held) }
-            for suffix in ["-wal", "-shm"] where FileManager.default.fileExists(atPath: target + suffix) {
-                throw StoreError.database(context: "copying into \(target)",
-                                          reason: "its \(suffix) file is still there: is another process using it?")
-            }
         }
+        try removeEmptyLog(of: target)
         let building = directory.appendingPathComponent(copyDirectoryPrefix + UUID().uuidString.lowercased())
         do throws(StoreError) {
             let copy = try SQLiteAccountStore(directory: building, key: key, logger: logger)
@@ -99,6 +103,37 @@ extension SQLiteAccountStore {
                 throw StoreError.directory(path: directory.appendingPathComponent(name).path, reason: "\(error)")
             }
         }
+    }
+
+    /// Writes every frame of the log into the database and empties the log (outside any
+    /// transaction: a checkpoint cannot run inside one).
+    func foldLog() async throws(StoreError) {
+        do {
+            let (busy, _, _) = try await pool.writeWithoutTransaction { db in
+                try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)").map { row -> (Int, Int, Int) in (row[0], row[1], row[2]) }
+                    ?? (1, 0, 0)
+            }
+            guard busy == 0 else { throw StoreError.database(context: "folding the log of \(databasePath) in", reason: "the store is busy") }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.database(context: "folding the log of \(databasePath) in", reason: "\(error)")
+        }
+    }
+
+    /// Removes the log beside `database` when it holds no frame (what a folded, closed store
+    /// leaves); refuses one that does: it is another process's, or the log of a database
+    /// someone removed, and SQLite would read its frames into the new file.
+    private static func removeEmptyLog(of database: String) throws(StoreError) {
+        let log = database + "-wal"
+        if let size = (try? FileManager.default.attributesOfItem(atPath: log))?[.size] as? NSNumber {
+            guard size.intValue == 0 else {
+                throw StoreError.database(context: "copying into \(database)",
+                                          reason: "\(log) holds a log: is another process using the store? If not, remove it")
+            }
+            unlink(log)
+        }
+        unlink(database + "-shm")
     }
 
     private static func syncFile(_ path: String) throws(StoreError) {

@@ -132,22 +132,22 @@ struct Copy: AsyncParsableCommand {
             --to-key-file, else the key already in the target state directory, else the source's (written \
             there as store.key).
 
-            Exit status: 0 copied; 64 usage; 65 a source row fails its seal; 69 a database cannot be \
-            reached; 73 the target holds accounts; 75 the source or target is in use; 78 configuration \
-            error or a wrong key.
+            Exit status: 0 copied; 64 usage; 65 a source row fails its seal; 66 the source holds no account; \
+            69 a database cannot be reached; 73 the target holds accounts or cannot be written; 75 the source \
+            or target is in use; 78 configuration error or a wrong key.
             """)
 
     @Option(help: "Configuration file (TOML).") var config: String?
     @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
     @Option(help: ArgumentHelp("The store to copy from (default: the configured one).", valueName: "directory|url"))
     var from: String?
-    @Option(help: "The tenant to copy from (PostgreSQL; default: the configured one).") var fromTenant: String?
+    @Option(help: "The tenant to copy from (PostgreSQL; default: the URL's user).") var fromTenant: String?
     @Option(help: "A file holding the source database's password.") var fromPasswordFile: String?
     @Option(help: "The key the source is sealed with.") var fromKeyFile: String?
     @Option(help: ArgumentHelp("The store to copy into.", valueName: "directory|url")) var to: String
-    @Option(help: "The tenant to copy into (PostgreSQL; default: the source's, else the configured one).") var toTenant: String?
+    @Option(help: "The tenant to copy into (PostgreSQL; default: the URL's user, whose rows it may hold).") var toTenant: String?
     @Option(help: "A file holding the target database's password.") var toPasswordFile: String?
-    @Option(help: "The key to seal the copy with (default: the source's).") var toKeyFile: String?
+    @Option(help: "The key to seal the copy with (default: the target state directory's own, else the source's).") var toKeyFile: String?
     @Flag(help: "Show what would be copied; write nothing.") var dryRun = false
     @Flag(help: "Print JSON.") var json = false
 
@@ -182,7 +182,7 @@ struct Export: AsyncParsableCommand {
             (its instance lock, or no live host of the tenant): tokens rotate.
 
             Exit status: 0 written; 64 usage; 65 a row fails its seal; 69 the database cannot be reached; \
-            73 the file exists; 75 the store is in use; 78 configuration error or a wrong key.
+            73 the file exists or cannot be written; 75 the store is in use; 78 configuration error or a wrong key.
             """)
 
     @Option(help: "Configuration file (TOML).") var config: String?

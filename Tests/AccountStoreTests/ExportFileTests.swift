@@ -110,6 +110,12 @@ struct ExportFileTests {
         #expect(throws: ExportFileError.cutShort(path: cut)) { try Self.readAll(cut, key: key) }
         let longer = try variant("longer", good + Data([0]))
         #expect(throws: ExportFileError.self) { try Self.readAll(longer, key: key) }
+        // Parts of one export under another's header (the same key, the same store): refused.
+        let second = directory.url.appendingPathComponent("second.export").path
+        try await Self.export(source.store, to: second, key: key)
+        let spliced = try variant("spliced", try Data(contentsOf: URL(fileURLWithPath: second)).prefix(ExportFile.headerLength)
+                                    + good.dropFirst(ExportFile.headerLength))
+        #expect(throws: ExportFileError.self, "parts taken from another export") { try Self.readAll(spliced, key: key) }
         let text = try variant("text", Data("store_url = \"postgresql://db\"\n".utf8))
         #expect(throws: ExportFileError.notAnExport(path: text)) { try Self.readAll(text, key: key) }
 

@@ -96,6 +96,42 @@ struct RegistryCopyTests {
         await source.close()
     }
 
+    @Test("""
+        into an empty store that was used (read and written, its log beside it): the copy replaces it whole, and no frame \
+        of the old log is read into it; a log left beside a removed store is refused
+        """)
+    func intoAnEmptyUsedStore() async throws {
+        let source = try await StoreBackend.sqlite.open()
+        _ = try await Self.seed(source.store)
+        let expected = try await Self.contents(source.store)
+        let extras = try await source.store.registryExtras()
+        let key = SymmetricKey(size: .bits256)
+        let target = try await StoreBackend.sqlite.open(key: key)
+        let directory = try #require(target.directory)
+        // Used: an account added and removed, reads on its readers.
+        let passing = Fixtures.record()
+        try await target.store.insert(passing, secrets: Fixtures.secrets())
+        _ = try await target.store.accounts(after: nil, limit: 10)
+        try await target.store.delete(id: passing.id)
+        try await Self.copy(from: source.store, extras: extras, into: target, key: key)
+        let after = try await StoreBackend.sqlite.open(key: key, reuse: target)
+        #expect(try await Self.contents(after.store) == expected)
+        await after.store.close()
+
+        // The store removed, a log with frames left beside it: refused, nothing written.
+        let database = directory.url.appendingPathComponent("accounts.sqlite").path
+        unlink(database)
+        try Data(repeating: 1, count: 4096).write(to: URL(fileURLWithPath: database + "-wal"))
+        await #expect(throws: StoreError.self) {
+            try await SQLiteAccountStore.importRegistry(into: directory.url, key: key, logger: Fixtures.logger, extras: extras) {
+                writer throws(StoreError) in _ = try await RegistryCopy.copyAccounts(from: source.store, into: writer)
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: database))
+        directory.remove()
+        await source.close()
+    }
+
     @Test("a target that holds an account or a client key is refused, and keeps what it held")
     func targetMustBeEmpty() async throws {
         let source = try await StoreBackend.sqlite.open()

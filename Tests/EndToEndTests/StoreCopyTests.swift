@@ -146,7 +146,8 @@ struct StoreCopyTests {
                 #expect(survey.json?["accounts"]?.intValue == count, "a copy in place is whole: \(survey.stdout) \(survey.stderr)")
                 return true
             } reset: {
-                try FileManager.default.removeItem(atPath: target + "/accounts.sqlite")
+                // The store, with its log and shared memory, as a user removes one.
+                for suffix in ["", "-wal", "-shm"] { unlink(target + "/accounts.sqlite" + suffix) }
             }
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: target).filter { $0.hasPrefix(".copy-") }
             #expect(leftovers.isEmpty, "the last copy cleared what the killed ones left: \(leftovers)")

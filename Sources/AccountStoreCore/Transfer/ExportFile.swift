@@ -4,13 +4,14 @@ import Foundation
 /// The export file of `blueskyd store export` / `import`: a whole registry, sealed under a key
 /// derived from the store key, in parts a reader checks one at a time.
 ///
-/// Layout: a header (`blueskyd-export\n`, the format version, 16 bytes that say which key sealed
-/// it), then parts: a kind byte, a length (4 bytes, big-endian) and the part sealed with AES-GCM.
-/// Each part's additional data is the header, its index and its kind, so that no part can be
-/// changed, dropped, repeated or moved without the reader refusing the file; the last part says
-/// how many accounts, client keys and nonces came before it, so that a file cut short at a part's
-/// boundary is refused too. The first part holds the client keys and nonces, then parts of up to
-/// `RegistryCopy.pageSize` accounts (JSON): neither side ever holds the whole registry.
+/// Layout: a header (`blueskyd-export\n`, the format version, 16 random bytes naming this file,
+/// 16 bytes that say which key sealed it), then parts: a kind byte, a length (4 bytes,
+/// big-endian) and the part sealed with AES-GCM. Each part's additional data is the header, its
+/// index and its kind, so that no part can be changed, dropped, repeated, moved, or taken from
+/// another export (even one sealed with the same key); the last part says how many accounts,
+/// client keys and nonces came before it, so that a file cut short at a part's boundary is
+/// refused too. The client keys come first, then the nonces and the accounts in parts of at most
+/// `partSize` (JSON): no part grows with the registry.
 ///
 /// A reader of this format refuses a file of a later format version by name, and a file sealed
 /// with another key before reading any part.
@@ -18,15 +19,19 @@ public enum ExportFile {
     static let magic = Array("blueskyd-export\n".utf8)
     /// The format this blueskyd writes and reads.
     public static let formatVersion: UInt8 = 1
+    static let fileIDLength = 16
     static let keyCheckLength = 16
-    static let headerLength = magic.count + 1 + keyCheckLength
+    public static let headerLength = magic.count + 1 + fileIDLength + keyCheckLength
     /// No part is longer (a length beyond it is damage, not a part to allocate).
     static let maximumPartLength = 64 << 20
+    /// Nonces per part (accounts go in parts of `RegistryCopy.pageSize`).
+    static let partSize = 10_000
 
     enum PartKind: UInt8 {
-        case extras = 1
+        case clientKeys = 1
         case accounts = 2
         case end = 3
+        case nonces = 4
     }
 
     /// The key that seals exports, derived from the store key for that purpose alone: an
@@ -40,8 +45,8 @@ public enum ExportFile {
         Array(HMAC<SHA256>.authenticationCode(for: Data("blueskyd/export/key-check".utf8), using: exportKey).prefix(keyCheckLength))
     }
 
-    static func header(_ exportKey: SymmetricKey) -> [UInt8] {
-        magic + [formatVersion] + keyCheck(exportKey)
+    static func header(_ exportKey: SymmetricKey, fileID: [UInt8]) -> [UInt8] {
+        magic + [formatVersion] + fileID + keyCheck(exportKey)
     }
 
     static func additionalData(header: [UInt8], index: UInt64, kind: PartKind) -> Data {
@@ -76,7 +81,8 @@ public enum ExportFileError: Error, CustomStringConvertible, Equatable, Sendable
         case .laterFormat(let path, let version):
             "\(path) is an export of format \(version), written by a later blueskyd (this one reads format \(ExportFile.formatVersion))"
         case .anotherKey(let path):
-            "\(path) was sealed with another store key: import it with the key of the store it was exported from (--key-file)"
+            "\(path) was sealed with another store key (or its header is damaged): import it with the key of the store it "
+                + "was exported from (--key-file)"
         case .damaged(let path, let part, let reason):
             "\(path) is damaged (part \(part): \(reason)); nothing was imported"
         case .cutShort(let path):

@@ -10,16 +10,28 @@ import Glibc
 /// place and its kind, and at the end the counts. Any failure refuses the file; an import made
 /// from it inside one step (`importRegistry`) then writes nothing.
 public final class ExportFileReader: Sendable {
+    /// One part, opened: where it was, its kind and its plaintext.
+    private struct Part {
+        var index: UInt64
+        var kind: ExportFile.PartKind
+        var body: Data
+    }
+
     private struct State {
         var fd: Int32
         var index: UInt64 = 0
         var seen = ExportedSummary(accounts: 0, clientKeys: 0, nonces: 0)
         var ended = false
+        /// A part read ahead (the first after the nonces).
+        var pending: Part?
     }
 
     public let path: String
     private let key: SymmetricKey
+    private let expectedKeyCheck: [UInt8]
+    /// The file's own header (with its file id): every part's additional data.
     private let header: [UInt8]
+    // Parts are read in sequence by one task; the lock makes the reader safe to hand to it.
     private let state: Mutex<State>
 
     public init(path: String, storeKey: SymmetricKey) throws(ExportFileError) {
@@ -27,15 +39,16 @@ public final class ExportFileReader: Sendable {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
         key = ExportFile.exportKey(storeKey)
-        header = ExportFile.header(key)
+        expectedKeyCheck = ExportFile.keyCheck(key)
         state = Mutex(State(fd: fd))
         let found: [UInt8]
         do {
             found = try Self.read(fd, count: ExportFile.headerLength, path: path) ?? []
         } catch {
-            close()
+            Glibc.close(fd)
             throw error
         }
+        header = found
         guard found.count == ExportFile.headerLength, Array(found.prefix(ExportFile.magic.count)) == ExportFile.magic else {
             close()
             throw .notAnExport(path: path)
@@ -45,44 +58,61 @@ public final class ExportFileReader: Sendable {
             close()
             throw version > ExportFile.formatVersion ? .laterFormat(path: path, version: version) : .notAnExport(path: path)
         }
-        guard found == header else {
+        guard Array(found.suffix(ExportFile.keyCheckLength)) == expectedKeyCheck else {
             close()
             throw .anotherKey(path: path)
         }
     }
 
-    /// The client keys and nonces (the first part).
+    /// The client keys (the first part) and the nonces (the parts after it).
     public func extras() throws(ExportFileError) -> RegistryExtras {
-        let extras: ExportedExtras = try part(.extras)
-        return extras.extras
+        let first = try nextPart()
+        guard first.kind == .clientKeys else { throw .damaged(path: path, part: first.index, reason: "a part out of place") }
+        let keys: [ExportedClientKey] = try decode(first)
+        var nonces: [StoredDPoPNonce] = []
+        while true {
+            let part = try nextPart()
+            guard part.kind == .nonces else {
+                state.withLock { $0.pending = part }
+                break
+            }
+            let batch: [ExportedNonce] = try decode(part)
+            nonces += batch.map(\.stored)
+        }
+        state.withLock { state in
+            state.seen.clientKeys = keys.count
+            state.seen.nonces = nonces.count
+        }
+        return RegistryExtras(clientKeys: keys.map(\.key), nonces: nonces)
     }
 
-    /// The next part of accounts; nil at the end (whose counts must match what came before).
+    /// The next part of accounts; nil at the end (whose counts must match what came before,
+    /// and after which the file must end).
     public func nextAccounts() throws(ExportFileError) -> [PortableAccount]? {
-        let (kind, body) = try nextPart()
-        switch kind {
+        let part: Part
+        if let pending = state.withLock({ $0.pending.take() }) { part = pending } else { part = try nextPart() }
+        switch part.kind {
         case .accounts:
-            let accounts: [ExportedAccount] = try decode(body, index: currentIndex - 1)
+            let accounts: [ExportedAccount] = try decode(part)
             state.withLock { $0.seen.accounts += accounts.count }
             return accounts.map(\.portable)
         case .end:
-            let summary: ExportedSummary = try decode(body, index: currentIndex - 1)
-            let seen = state.withLock { state in
+            let summary: ExportedSummary = try decode(part)
+            let (seen, fd) = state.withLock { state in
                 state.ended = true
-                return state.seen
+                return (state.seen, state.fd)
             }
-            let fd = state.withLock { $0.fd }
             guard try Self.read(fd, count: 1, path: path) == nil else {
-                throw .damaged(path: path, part: currentIndex, reason: "bytes after the last part")
+                throw .damaged(path: path, part: part.index + 1, reason: "bytes after the last part")
             }
             guard summary == seen else {
-                throw .damaged(path: path, part: currentIndex - 1,
+                throw .damaged(path: path, part: part.index,
                                reason: "it says \(summary.accounts) accounts, \(summary.clientKeys) client keys and "
                                    + "\(summary.nonces) nonces; \(seen.accounts), \(seen.clientKeys) and \(seen.nonces) came")
             }
             return nil
-        case .extras:
-            throw .damaged(path: path, part: currentIndex - 1, reason: "client keys where accounts belong")
+        case .clientKeys, .nonces:
+            throw .damaged(path: path, part: part.index, reason: "a part out of place")
         }
     }
 
@@ -95,26 +125,14 @@ public final class ExportFileReader: Sendable {
 
     deinit { close() }
 
-    private var currentIndex: UInt64 { state.withLock { $0.index } }
-
-    private func part<T: Decodable>(_ expected: ExportFile.PartKind) throws(ExportFileError) -> T {
-        let (kind, body) = try nextPart()
-        guard kind == expected else { throw .damaged(path: path, part: currentIndex - 1, reason: "a part out of place") }
-        let value: T = try decode(body, index: currentIndex - 1)
-        if let extras = value as? ExportedExtras {
-            state.withLock { $0.seen.clientKeys = extras.clientKeys.count; $0.seen.nonces = extras.nonces.count }
-        }
-        return value
-    }
-
-    /// The next part, opened: its kind and plaintext. The end of the file before the last
-    /// part is "cut short"; anything that does not open is "damaged".
-    private func nextPart() throws(ExportFileError) -> (ExportFile.PartKind, Data) {
+    /// The next part, opened. The end of the file before the last part is "cut short";
+    /// anything that does not open is "damaged".
+    private func nextPart() throws(ExportFileError) -> Part {
         let (fd, index, ended) = state.withLock { ($0.fd, $0.index, $0.ended) }
         guard !ended else { throw .damaged(path: path, part: index, reason: "a part after the last") }
-        guard let frame = try Self.read(fd, count: 5, path: path) else { throw .cutShort(path: path) }
-        guard frame.count == 5, let kind = ExportFile.PartKind(rawValue: frame[0]) else {
-            throw frame.count < 5 ? .cutShort(path: path) : .damaged(path: path, part: index, reason: "an unknown kind of part")
+        guard let frame = try Self.read(fd, count: 5, path: path), frame.count == 5 else { throw .cutShort(path: path) }
+        guard let kind = ExportFile.PartKind(rawValue: frame[0]) else {
+            throw .damaged(path: path, part: index, reason: "an unknown kind of part")
         }
         let length = Int(UInt32(frame[1]) << 24 | UInt32(frame[2]) << 16 | UInt32(frame[3]) << 8 | UInt32(frame[4]))
         guard length <= ExportFile.maximumPartLength else { throw .damaged(path: path, part: index, reason: "a length of \(length) bytes") }
@@ -122,17 +140,17 @@ public final class ExportFileReader: Sendable {
         let additional = ExportFile.additionalData(header: header, index: index, kind: kind)
         guard let box = try? AES.GCM.SealedBox(combined: sealed),
               let plaintext = try? AES.GCM.open(box, using: key, authenticating: additional) else {
-            throw .damaged(path: path, part: index, reason: "it does not open (changed, or moved from elsewhere in a file)")
+            throw .damaged(path: path, part: index, reason: "it does not open (changed, or taken from another place or file)")
         }
         state.withLock { $0.index += 1 }
-        return (kind, plaintext)
+        return Part(index: index, kind: kind, body: plaintext)
     }
 
-    private func decode<T: Decodable>(_ body: Data, index: UInt64) throws(ExportFileError) -> T {
+    private func decode<T: Decodable>(_ part: Part) throws(ExportFileError) -> T {
         do {
-            return try JSONDecoder().decode(T.self, from: body)
+            return try JSONDecoder().decode(T.self, from: part.body)
         } catch {
-            throw .damaged(path: path, part: index, reason: "its contents do not read: \(error)")
+            throw .damaged(path: path, part: part.index, reason: "its contents do not read: \(error)")
         }
     }
 

@@ -5,13 +5,15 @@ import Glibc
 #endif
 
 /// Writes an export file (`ExportFile`): into a private file beside the destination, which
-/// appears at the destination only once complete and on disk (`link`, so never over a file
-/// that is there). A writer abandoned or killed half way leaves no export, only its temporary
-/// file, named `<destination>.new-…`.
+/// appears at the destination only once complete and on disk, never over a file that is there
+/// (`link`, or on a file system without links, such as a FAT stick, a rename over a placeholder
+/// created exclusively). A writer abandoned or killed half way leaves no export, only its
+/// temporary file, named `<destination>.new-…`.
 public final class ExportFileWriter {
     private let destination: String
     private let temporary: String
-    private let fd: Int32
+    /// -1 once closed: closing a number twice could close a descriptor opened since.
+    private var fd: Int32
     private let key: SymmetricKey
     private let header: [UInt8]
     private var index: UInt64 = 0
@@ -24,7 +26,7 @@ public final class ExportFileWriter {
         fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw .unwritable(path: destination, reason: String(cString: strerror(errno))) }
         key = ExportFile.exportKey(storeKey)
-        header = ExportFile.header(key)
+        header = ExportFile.header(key, fileID: (0..<ExportFile.fileIDLength).map { _ in UInt8.random(in: 0...255) })
         do {
             try writeAll(header)
         } catch {
@@ -33,11 +35,14 @@ public final class ExportFileWriter {
         }
     }
 
-    /// The client keys and nonces: the first part.
+    /// The client keys (the first part), then the nonces, `ExportFile.partSize` a part.
     public func write(_ extras: RegistryExtras) throws(ExportFileError) {
         summary.clientKeys = extras.clientKeys.count
         summary.nonces = extras.nonces.count
-        try part(.extras, ExportedExtras(extras))
+        try part(.clientKeys, extras.clientKeys.map(ExportedClientKey.init))
+        for start in stride(from: 0, to: extras.nonces.count, by: ExportFile.partSize) {
+            try part(.nonces, extras.nonces[start..<min(start + ExportFile.partSize, extras.nonces.count)].map(ExportedNonce.init))
+        }
     }
 
     public func write(_ accounts: [PortableAccount]) throws(ExportFileError) {
@@ -54,12 +59,8 @@ public final class ExportFileWriter {
             abandon()
             throw .unwritable(path: destination, reason: "fsync: \(reason)")
         }
-        close(fd)
-        defer { unlink(temporary) }
-        guard link(temporary, destination) == 0 else {
-            throw errno == EEXIST ? .exists(path: destination)
-                : .unwritable(path: destination, reason: String(cString: strerror(errno)))
-        }
+        closeFile()
+        try publish()
         let directory = (destination as NSString).deletingLastPathComponent
         PrivateFiles.syncDirectory(directory.isEmpty ? "." : directory)
         return destination
@@ -67,8 +68,45 @@ public final class ExportFileWriter {
 
     /// Drops what was written: no export appears.
     public func abandon() {
-        close(fd)
+        closeFile()
         unlink(temporary)
+    }
+
+    deinit { closeFile() }
+
+    private func closeFile() {
+        if fd >= 0 { close(fd) }
+        fd = -1
+    }
+
+    /// The temporary file at the destination, never over an existing file.
+    private func publish() throws(ExportFileError) {
+        if link(temporary, destination) == 0 {
+            unlink(temporary)
+            return
+        }
+        let linkError = errno
+        guard linkError != EEXIST else {
+            unlink(temporary)
+            throw .exists(path: destination)
+        }
+        // No hard links here (FAT, exFAT): the name taken first (exclusively, so never over a
+        // file someone made meanwhile), then the export renamed over that placeholder. A kill
+        // in between leaves an empty file there, which an import refuses as not an export.
+        let placeholder = open(destination, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard placeholder >= 0 else {
+            let reason = errno == EEXIST ? nil : String(cString: strerror(errno))
+            unlink(temporary)
+            throw reason.map { .unwritable(path: destination, reason: "link: \(String(cString: strerror(linkError))); \($0)") }
+                ?? .exists(path: destination)
+        }
+        close(placeholder)
+        guard rename(temporary, destination) == 0 else {
+            let reason = String(cString: strerror(errno))
+            unlink(destination)
+            unlink(temporary)
+            throw .unwritable(path: destination, reason: "rename: \(reason)")
+        }
     }
 
     private func part<T: Encodable>(_ kind: ExportFile.PartKind, _ value: T) throws(ExportFileError) {

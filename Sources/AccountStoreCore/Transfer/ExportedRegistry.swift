@@ -79,35 +79,35 @@ struct ExportedProfile: Codable, Equatable {
     }
 }
 
-/// The store's client keys and nonces: the export's first part.
-struct ExportedExtras: Codable, Equatable {
-    struct ClientKey: Codable, Equatable {
-        var keyID: String
-        var privateKey: Data
-        var createdAt: Double
+/// The store's client keys (the export's first part) and nonces (the parts after it).
+struct ExportedClientKey: Codable, Equatable {
+    var keyID: String
+    var privateKey: Data
+    var createdAt: Double
+
+    init(_ key: StoredClientKey) {
+        keyID = key.keyID
+        privateKey = key.privateKey
+        createdAt = key.createdAt.storedSeconds
     }
 
-    struct Nonce: Codable, Equatable {
-        var account: UUID
-        var origin: String
-        var nonce: String
-        var receivedAt: Double
+    var key: StoredClientKey { StoredClientKey(keyID: keyID, privateKey: privateKey, createdAt: Date(storedSeconds: createdAt)) }
+}
+
+struct ExportedNonce: Codable, Equatable {
+    var account: UUID
+    var origin: String
+    var nonce: String
+    var receivedAt: Double
+
+    init(_ nonce: StoredDPoPNonce) {
+        account = nonce.account
+        origin = nonce.origin
+        self.nonce = nonce.nonce
+        receivedAt = nonce.receivedAt.storedSeconds
     }
 
-    var clientKeys: [ClientKey]
-    var nonces: [Nonce]
-
-    init(_ extras: RegistryExtras) {
-        clientKeys = extras.clientKeys.map { ClientKey(keyID: $0.keyID, privateKey: $0.privateKey, createdAt: $0.createdAt.storedSeconds) }
-        nonces = extras.nonces.map { Nonce(account: $0.account, origin: $0.origin, nonce: $0.nonce, receivedAt: $0.receivedAt.storedSeconds) }
-    }
-
-    var extras: RegistryExtras {
-        RegistryExtras(
-            clientKeys: clientKeys.map { StoredClientKey(keyID: $0.keyID, privateKey: $0.privateKey, createdAt: Date(storedSeconds: $0.createdAt)) },
-            nonces: nonces.map { StoredDPoPNonce(account: $0.account, origin: $0.origin, nonce: $0.nonce,
-                                                 receivedAt: Date(storedSeconds: $0.receivedAt)) })
-    }
+    var stored: StoredDPoPNonce { StoredDPoPNonce(account: account, origin: origin, nonce: nonce, receivedAt: Date(storedSeconds: receivedAt)) }
 }
 
 /// The export's last part: how many of each it holds, so that a file cut short at a part's

@@ -41,13 +41,21 @@ public enum RegistryCopy {
     }
 
     /// Writes every account of `source` into `writer`, then returns how many; `progress` hears
-    /// the count after each batch.
+    /// the count after each batch, `sourceFailed` a failure to read the source (told apart from
+    /// the target's, which `writer` throws).
     public static func copyAccounts(from source: any AccountStore, into writer: any RegistryWriter,
-                                    progress: @Sendable (Int) -> Void = { _ in }) async throws(StoreError) -> Int {
+                                    progress: @Sendable (Int) -> Void = { _ in },
+                                    sourceFailed: @Sendable (StoreError) -> Void = { _ in }) async throws(StoreError) -> Int {
         var after: AccountPageKey?
         var copied = 0
         while true {
-            let page = try await source.portableAccounts(after: after, limit: pageSize)
+            let page: [PortableAccount]
+            do {
+                page = try await source.portableAccounts(after: after, limit: pageSize)
+            } catch {
+                sourceFailed(error)
+                throw error
+            }
             guard let last = page.last?.record else { break }
             try await writer.write(page)
             copied += page.count

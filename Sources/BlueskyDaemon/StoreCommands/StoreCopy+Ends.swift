@@ -17,8 +17,7 @@ extension StoreCopy {
     /// copied into, else the source's (written there for a state directory).
     func targetEndpoint(source: StoreEndpoint) throws(DaemonStartupError) -> StoreEndpoint {
         guard !options.to.isEmpty else { throw DaemonStartupError("--to names the store to copy into", exitCode: .usage) }
-        let place = try StoreEndpoint.place(options.to, tenant: options.toTenant, passwordFile: options.toPasswordFile,
-                                            fallbackTenant: source.tenant ?? configuration.tenant ?? Daemon.unixUserName())
+        let place = try StoreEndpoint.place(options.to, tenant: options.toTenant, passwordFile: options.toPasswordFile)
         if let path = options.toKeyFile {
             let file = URL(fileURLWithPath: path)
             return StoreEndpoint(place: place, key: try StoreEndpoint.existingKey(file), keyFile: file)

@@ -74,6 +74,9 @@ public struct StoreCopy: Sendable {
     private func copy(from: any AccountStore, source: StoreEndpoint, to target: StoreEndpoint, daemon: Daemon)
         async throws(DaemonStartupError) {
         let survey = try await source.checkStill(from, doing: "copy")
+        guard survey.accounts > 0 else {
+            throw DaemonStartupError("\(source.location) holds no account: nothing to copy (a mistyped tenant?)", exitCode: .noInput)
+        }
         if options.dryRun {
             try await checkEmpty(target, daemon: daemon)
             report(survey, source: source, target: target, copied: nil, seconds: nil)
@@ -82,44 +85,18 @@ public struct StoreCopy: Sendable {
         let extras = try await source.reading { () throws(StoreError) in try await from.registryExtras() }
         let started = ContinuousClock.now
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
-        let copied = try await write(from: from, extras: extras, into: target, daemon: daemon, progress: progress)
+        let copied = Counter()
+        let input = StoreEndpoint.InputFailure()
+        try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
+            copied.value = try await RegistryCopy.copyAccounts(from: from, into: writer, progress: { progress.show($0) },
+                                                               sourceFailed: { input.record(source.readFailure($0)) })
+            // Still still: a host started during the copy may have rotated tokens it copied.
+            try await source.stillAtEnd(from, input: input)
+        }
         progress.finish()
         let elapsed = ContinuousClock.now - started
-        report(survey, source: source, target: target, copied: copied,
+        report(survey, source: source, target: target, copied: copied.value,
                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-    }
-
-    private func write(from: any AccountStore, extras: RegistryExtras, into target: StoreEndpoint, daemon: Daemon,
-                       progress: CopyProgress) async throws(DaemonStartupError) -> Int {
-        let copied = Counter()
-        let produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void = { writer throws(StoreError) in
-            copied.value = try await RegistryCopy.copyAccounts(from: from, into: writer) { progress.show($0) }
-        }
-        do {
-            switch target.place {
-            case .sqlite(let directory):
-                // The key that opens the copy, beside it, before it is there.
-                _ = try StoreKey.install(target.key, keyFile: directory.keyFile)
-                _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: target.key, logger: logger,
-                                                                extras: extras, produce)
-            case .postgres:
-                guard let store = try await target.open(with: daemon) as? PostgresAccountStore else { return 0 }
-                do {
-                    try await store.importRegistry(extras: extras, produce)
-                } catch {
-                    await store.close()
-                    throw error
-                }
-                await store.close()
-            }
-        } catch let error as DaemonStartupError {
-            throw error
-        } catch let error as StoreError {
-            throw Self.failure(error, target: target)
-        } catch {
-            throw DaemonStartupError("cannot copy into \(target.location): \(error)")
-        }
-        return copied.value
     }
 
     /// A dry run says whether the copy would find its target empty.
@@ -130,25 +107,11 @@ public struct StoreCopy: Sendable {
             held = try await store.count() + store.clientKeys().count
         } catch {
             await store.close()
-            throw Self.failure(error, target: target)
+            throw target.failure(error)
         }
         await store.close()
-        guard held == 0 else { throw Self.failure(.targetNotEmpty(location: target.location, accounts: held), target: target) }
+        guard held == 0 else { throw target.failure(.targetNotEmpty(location: target.location, accounts: held)) }
     }
-
-    static func failure(_ error: StoreError, target: StoreEndpoint) -> DaemonStartupError {
-        switch error {
-        case .targetNotEmpty:
-            DaemonStartupError("\(error); nothing was copied", exitCode: .cannotCreate)
-        case .unreachable:
-            DaemonStartupError("cannot reach \(target.location): \(error); nothing was copied", exitCode: .unavailable)
-        case .secretDoesNotOpen, .clientKeyDoesNotOpen:
-            DaemonStartupError("the target's key does not open what \(target.location) holds: \(error)", exitCode: .configuration)
-        default:
-            DaemonStartupError("cannot copy into \(target.location): \(error); nothing was copied")
-        }
-    }
-
 }
 
 /// The number of accounts a copy wrote, set from inside the target's step.

@@ -35,6 +35,37 @@ extension StoreEndpoint {
         return survey
     }
 
+    /// Checks, as a copy ends (before it commits), that no host of the source's tenant started
+    /// meanwhile: one would rotate tokens the copy already took.
+    func stillAtEnd(_ store: any AccountStore, input: InputFailure) async throws(StoreError) {
+        guard let shared = store as? PostgresAccountStore else { return }
+        let hosts: [String]
+        do {
+            hosts = try await shared.liveHosts()
+        } catch {
+            input.record(readFailure(error))
+            throw error
+        }
+        guard hosts.isEmpty else {
+            input.record(DaemonStartupError("a host of the tenant started on \(location) during the copy (\(hosts.joined(separator: ", "))): "
+                                            + "nothing was written; stop it and copy again", exitCode: .alreadyRunning))
+            throw StoreError.database(context: "copying", reason: "a host of the source started")
+        }
+    }
+
+    /// A failure to read this store, as one line with the right exit status.
+    func readFailure(_ error: StoreError) -> DaemonStartupError {
+        switch error {
+        case .unreachable(_, let reason):
+            DaemonStartupError("cannot reach \(location): \(reason); nothing was written", exitCode: .unavailable)
+        case .secretDoesNotOpen, .recordAltered:
+            DaemonStartupError("cannot read \(location): \(error) (see `blueskyd store reseal --dry-run`); nothing was written",
+                               exitCode: .dataError)
+        default:
+            DaemonStartupError("cannot read \(location): \(error); nothing was written")
+        }
+    }
+
     /// `body`'s reads of this store, their failure said as one line with the right exit status.
     func reading<T>(_ body: () async throws(StoreError) -> T) async throws(DaemonStartupError) -> T {
         do {

@@ -18,15 +18,28 @@ struct StoreEndpoint {
     let keyFile: URL
 
     /// "postgres://…" or "postgresql://…" names a database; anything else a state directory.
-    static func place(_ text: String, tenant: String?, passwordFile: String?, fallbackTenant: String)
+    /// A PostgreSQL tenant defaults to the URL's user: row-level security holds a role to the
+    /// tenant of its name. `mustExist`: a state directory read from (never made up by a typo).
+    static func place(_ text: String, tenant: String?, passwordFile: String?, mustExist: Bool = false)
         throws(DaemonStartupError) -> Place {
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
-            return .postgres(url: text, tenant: tenant ?? fallbackTenant,
+            let user = (try? PostgresStoreSettings(url: text, password: nil, tenant: "x"))?.user
+            guard let tenant = tenant ?? user else {
+                throw DaemonStartupError("cannot use \(text) as a store: it names no user (add one, or --to-tenant)",
+                                         exitCode: .usage)
+            }
+            return .postgres(url: text, tenant: tenant,
                              password: try passwordFile.map { path throws(DaemonStartupError) in try Daemon.readPasswordFile(path) })
         }
         guard tenant == nil, passwordFile == nil else {
             throw DaemonStartupError("a tenant and a password file name a PostgreSQL store; \(text) is a state directory (SQLite)",
                                      exitCode: .usage)
+        }
+        if mustExist {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: text, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw DaemonStartupError("there is no state directory at \(text)", exitCode: .noInput)
+            }
         }
         do {
             return .sqlite(try StateDirectory(path: URL(fileURLWithPath: text)))
@@ -108,7 +121,7 @@ extension StoreEndpoint {
         let fallbackTenant = configuration.tenant ?? Daemon.unixUserName()
         let place: Place
         if let from {
-            place = try Self.place(from, tenant: tenant, passwordFile: passwordFile, fallbackTenant: fallbackTenant)
+            place = try Self.place(from, tenant: tenant, passwordFile: passwordFile, mustExist: true)
         } else {
             place = try configuredPlace(configuration, fallbackTenant: fallbackTenant)
         }

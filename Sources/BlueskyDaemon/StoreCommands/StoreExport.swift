@@ -68,7 +68,7 @@ public struct StoreExport: Sendable {
         do {
             writer = try ExportFileWriter(creating: options.to, storeKey: source.key)
         } catch {
-            throw DaemonStartupError(error.description, exitCode: error == .exists(path: options.to) ? .cannotCreate : .failure)
+            throw DaemonStartupError(error.description, exitCode: .cannotCreate)
         }
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
         do {
@@ -88,7 +88,7 @@ public struct StoreExport: Sendable {
             try writer.finish()
         } catch let error as ExportFileError {
             writer.abandon()
-            throw DaemonStartupError(error.description, exitCode: error == .exists(path: options.to) ? .cannotCreate : .failure)
+            throw DaemonStartupError(error.description, exitCode: .cannotCreate)
         } catch let error as DaemonStartupError {
             writer.abandon()
             throw error

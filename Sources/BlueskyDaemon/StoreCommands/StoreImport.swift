@@ -59,73 +59,30 @@ public struct StoreImport: Sendable {
         }
         // The store keeps its own key; a new state directory gets the export's.
         let keyFile = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
-        if own == nil {
-            do {
-                _ = try StoreKey.install(exportKey, keyFile: keyFile)
-            } catch {
-                throw DaemonStartupError(String(describing: error), exitCode: .configuration)
-            }
-        }
         let target = StoreEndpoint(place: place, key: own?.0 ?? exportKey, keyFile: own?.1 ?? keyFile)
         let lock = try target.lock(role: "store")
         defer { withExtendedLifetime(lock) {} }
         let started = ContinuousClock.now
-        let fileError = Mutex<ExportFileError?>(nil)
-        let produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void = { writer throws(StoreError) in
+        let input = StoreEndpoint.InputFailure()
+        let imported = Mutex(0)
+        let daemon = Daemon(configuration: configuration, logger: logger)
+        try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
             while true {
                 let batch: [PortableAccount]?
                 do throws(ExportFileError) {
                     batch = try reader.nextAccounts()
                 } catch {
-                    fileError.withLock { $0 = error }
+                    input.record(Self.refusal(error))
                     throw StoreError.database(context: "importing", reason: error.description)
                 }
                 guard let batch else { return }
                 try await writer.write(batch)
+                imported.withLock { $0 += batch.count }
             }
-        }
-        let imported: Int
-        do {
-            switch place {
-            case .sqlite(let directory):
-                _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: target.key, logger: logger,
-                                                                extras: extras, produce)
-            case .postgres:
-                let daemon = Daemon(configuration: configuration, logger: logger)
-                guard let store = try await target.open(with: daemon) as? PostgresAccountStore else { return }
-                do {
-                    try await store.importRegistry(extras: extras, produce)
-                } catch {
-                    await store.close()
-                    throw error
-                }
-                await store.close()
-            }
-            imported = try await Self.count(target, daemon: Daemon(configuration: configuration, logger: logger))
-        } catch let error as StoreError {
-            if let fileError = fileError.withLock({ $0 }) { throw Self.refusal(fileError) }
-            throw StoreCopy.failure(error, target: target)
-        } catch let error as DaemonStartupError {
-            throw error
-        } catch {
-            throw DaemonStartupError("cannot import: \(error)")
         }
         let elapsed = ContinuousClock.now - started
-        say(accounts: imported, extras: extras, into: target,
+        say(accounts: imported.withLock { $0 }, extras: extras, into: target,
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-    }
-
-    /// The accounts the store holds after the import (all of them came from the file).
-    private static func count(_ target: StoreEndpoint, daemon: Daemon) async throws(DaemonStartupError) -> Int {
-        guard let store = try await target.open(with: daemon, creating: false) else { return 0 }
-        do {
-            let count = try await target.reading { () throws(StoreError) in try await store.count() }
-            await store.close()
-            return count
-        } catch {
-            await store.close()
-            throw error
-        }
     }
 
     static func open(_ path: String, key: SymmetricKey) throws(DaemonStartupError) -> ExportFileReader {

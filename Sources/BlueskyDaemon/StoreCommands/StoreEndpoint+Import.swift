@@ -1,0 +1,94 @@
+import AccountStoreCore
+import Crypto
+import Foundation
+import Logging
+import PostgresStore
+import SQLiteStore
+import Synchronization
+
+/// Writing a whole registry into a store (`store copy`, `store import`): empty first, whole or
+/// not at all, and with the key that opens it beside it.
+extension StoreEndpoint {
+    /// Where a failure came from: what is read (the source store, the export file) fails with
+    /// `input`'s message; anything else is the target's.
+    final class InputFailure: Sendable {
+        private let failure = Mutex<DaemonStartupError?>(nil)
+        func record(_ error: DaemonStartupError) { failure.withLock { $0 = $0 ?? error } }
+        var recorded: DaemonStartupError? { failure.withLock { $0 } }
+    }
+
+    /// Writes `extras` and what `produce` hands over into this store, which must hold nothing.
+    /// A state directory gets this endpoint's key as its `store.key` when it has none (removed
+    /// again if the import fails), and is refused when it holds another.
+    func importRegistry(extras: RegistryExtras, daemon: Daemon, logger: Logger, input: InputFailure,
+                        _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
+        async throws(DaemonStartupError) {
+        do {
+            switch place {
+            case .sqlite(let directory):
+                let installed = try installKey(in: directory)
+                do {
+                    _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: key, logger: logger,
+                                                                    extras: extras, produce)
+                } catch {
+                    if installed { unlink(directory.keyFile.path) }
+                    throw error
+                }
+            case .postgres:
+                guard let store = try await open(with: daemon) as? PostgresAccountStore else {
+                    throw DaemonStartupError("\(location) is not a PostgreSQL store")
+                }
+                do {
+                    try await store.importRegistry(extras: extras, produce)
+                } catch {
+                    await store.close()
+                    throw error
+                }
+                await store.close()
+            }
+        } catch let error as DaemonStartupError {
+            throw error
+        } catch let error as StoreError {
+            if let failure = input.recorded { throw failure }
+            throw failure(error)
+        } catch {
+            throw DaemonStartupError("cannot write \(location): \(error)")
+        }
+    }
+
+    /// The key beside a state directory's store: installed when there is none (true), kept when
+    /// it is this one, refused when it is another (the store would not open with it).
+    private func installKey(in directory: StateDirectory) throws(DaemonStartupError) -> Bool {
+        do {
+            if let existing = try StoreKey.existing(keyFile: directory.keyFile) {
+                guard existing == key else {
+                    throw DaemonStartupError(
+                        "\(directory.keyFile.path) holds another key (\(StoreKey.keyFingerprint(existing))) than the one the "
+                            + "store would be sealed with (\(StoreKey.keyFingerprint(key))): the daemon could not open it; "
+                            + "leave out --to-key-file, or remove that key if it seals nothing", exitCode: .configuration)
+                }
+                return false
+            }
+            return try StoreKey.install(key, keyFile: directory.keyFile)
+        } catch let error as DaemonStartupError {
+            throw error
+        } catch {
+            throw DaemonStartupError(String(describing: error), exitCode: .configuration)
+        }
+    }
+
+    /// A store error of this (target) store, as one line with its exit status.
+    func failure(_ error: StoreError) -> DaemonStartupError {
+        switch error {
+        case .targetNotEmpty:
+            DaemonStartupError("\(error); nothing was written", exitCode: .cannotCreate)
+        case .unreachable:
+            DaemonStartupError("cannot reach \(location): \(error); nothing was written, unless the connection was lost "
+                               + "as it committed: run the same command again (exit 73 then says it is in place)", exitCode: .unavailable)
+        case .secretDoesNotOpen, .clientKeyDoesNotOpen:
+            DaemonStartupError("the key does not open what \(location) holds: \(error)", exitCode: .configuration)
+        default:
+            DaemonStartupError("cannot write \(location): \(error); nothing was written", exitCode: .cannotCreate)
+        }
+    }
+}
