@@ -151,28 +151,24 @@ extension StoreEndpoint {
         }
     }
 
-    /// The daemon's own key: systemd's credential, else the state directory's `store.key`,
-    /// which must exist (a copy never makes up the key of the store it reads).
-    /// The daemon's own key, or nil when it has none yet (neither credential nor `store.key`).
+    /// The daemon's own key, where `blueskyd` itself takes it (systemd's credential, else the
+    /// state directory's `store.key`), or nil when there is none yet. Never made up: a store
+    /// command reads with the key the store was sealed with, or not at all.
     static func daemonKeyIfAny(_ configuration: DaemonConfiguration) throws(DaemonStartupError) -> (SymmetricKey, URL)? {
-        let file = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
-        let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] ?? ""
-        let hasCredential = !credentials.isEmpty && FileManager.default.fileExists(atPath: credentials + "/blueskyd-store-key")
-        guard hasCredential || FileManager.default.fileExists(atPath: file.path) else { return nil }
-        return try daemonKey(configuration)
-    }
-
-    static func daemonKey(_ configuration: DaemonConfiguration) throws(DaemonStartupError) -> (SymmetricKey, URL) {
-        let file = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
-        let credentials = ProcessInfo.processInfo.environment["CREDENTIALS_DIRECTORY"] ?? ""
-        let credential = credentials + "/blueskyd-store-key"
-        guard !credentials.isEmpty, FileManager.default.fileExists(atPath: credential) else {
-            return (try StoreEndpoint.existingKey(file), file)
-        }
+        let file = URL(fileURLWithPath: StoreKey.source(keyFile: URL(fileURLWithPath: configuration.stateDirectory)
+            .appendingPathComponent("store.key")))
         do {
-            return (try StoreKey.load(keyFile: file), URL(fileURLWithPath: credential))
+            return try StoreKey.existing(keyFile: file).map { ($0, file) }
         } catch {
             throw DaemonStartupError(String(describing: error), exitCode: .configuration)
         }
+    }
+
+    /// `daemonKeyIfAny`, which must find one.
+    static func daemonKey(_ configuration: DaemonConfiguration) throws(DaemonStartupError) -> (SymmetricKey, URL) {
+        guard let found = try daemonKeyIfAny(configuration) else {
+            throw DaemonStartupError("no store key at \(configuration.stateDirectory)/store.key", exitCode: .configuration)
+        }
+        return found
     }
 }
