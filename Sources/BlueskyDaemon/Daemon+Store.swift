@@ -82,14 +82,16 @@ extension Daemon {
     static func readPasswordFile(_ path: String, fromCredential: Bool = false) throws(DaemonStartupError) -> String {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw DaemonStartupError("cannot read the store password file \(path): \(String(cString: strerror(errno)))")
+            throw DaemonStartupError("cannot read the store password file \(path): \(String(cString: strerror(errno)))",
+                                     exitCode: .configuration)
         }
         // systemd's credentials are private to the service whatever their mode.
         if !fromCredential, UInt32(info.st_mode) & 0o077 != 0 {
-            throw DaemonStartupError("the store password file \(path) is readable by other users; run `chmod 600 \(path)`")
+            throw DaemonStartupError("the store password file \(path) is readable by other users; run `chmod 600 \(path)`",
+                                     exitCode: .configuration)
         }
         guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-            throw DaemonStartupError("cannot read the store password file \(path)")
+            throw DaemonStartupError("cannot read the store password file \(path)", exitCode: .configuration)
         }
         return String(text.trimmingSuffix(while: \.isNewline))
     }
