@@ -53,7 +53,7 @@ public struct StoreCopy: Sendable {
     func run() async throws(DaemonStartupError) {
         let source = try sourceEndpoint()
         let target = try targetEndpoint(source: source)
-        guard source.location != target.location else {
+        guard source.identity != target.identity else {
             throw DaemonStartupError("the source and the target are the same store (\(source.location))", exitCode: .usage)
         }
         let locks = (try source.lock(role: "source"), try target.lock(role: "target"))
@@ -90,7 +90,8 @@ public struct StoreCopy: Sendable {
         try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
             copied.value = try await RegistryCopy.copyAccounts(from: from, into: writer, progress: { progress.show($0) },
                                                                sourceFailed: { input.record(source.readFailure($0)) })
-            // Still still: a host started during the copy may have rotated tokens it copied.
+            // Checked again before the target commits: a host started during the copy may have
+            // rotated tokens it copied.
             try await source.stillAtEnd(from, input: input)
         }
         progress.finish()

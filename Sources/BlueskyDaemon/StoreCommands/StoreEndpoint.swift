@@ -71,6 +71,15 @@ struct StoreEndpoint {
         }
     }
 
+    /// What tells two stores apart however they are named: a state directory's real path
+    /// (symbolic links resolved), a database's location and tenant.
+    var identity: String {
+        switch place {
+        case .sqlite(let directory): directory.url.resolvingSymlinksInPath().standardizedFileURL.path
+        case .postgres: location
+        }
+    }
+
     var tenant: String? {
         if case .postgres(_, let tenant, _) = place { return tenant }
         return nil
