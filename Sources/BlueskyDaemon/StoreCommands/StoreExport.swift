@@ -72,7 +72,8 @@ public struct StoreExport: Sendable {
         }
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
         do {
-            try writer.write(try await source.reading { () throws(StoreError) in try await store.registryExtras() })
+            let extras = try await source.reading { () throws(StoreError) in try await store.registryExtras() }
+            try await ExportFileThread.run { () throws(ExportFileError) in try writer.write(extras) }
             var after: AccountPageKey?
             var written = 0
             while true {
@@ -80,12 +81,12 @@ public struct StoreExport: Sendable {
                     try await store.portableAccounts(after: after, limit: RegistryCopy.pageSize)
                 }
                 guard let last = page.last?.record else { break }
-                try writer.write(page)
+                try await ExportFileThread.run { () throws(ExportFileError) in try writer.write(page) }
                 written += page.count
                 progress.show(written)
                 after = AccountPageKey(createdAt: last.createdAt, id: last.id)
             }
-            try writer.finish()
+            try await ExportFileThread.run { () throws(ExportFileError) in try writer.finish() }
         } catch let error as ExportFileError {
             writer.abandon()
             throw DaemonStartupError(error.description, exitCode: .cannotCreate)

@@ -48,12 +48,15 @@ public struct StoreImport: Sendable {
             throw DaemonStartupError("no store key at \(configuration.stateDirectory)/store.key: give the key the export was "
                                      + "sealed with (--key-file)", exitCode: .configuration)
         }
-        let reader = try Self.open(options.from, key: exportKey)
+        let (path, key) = (options.from, exportKey)
+        let reader = try await Self.reading { () throws(ExportFileError) in try ExportFileReader(path: path, storeKey: key) }
         defer { reader.close() }
-        let extras = try Self.reading(reader) { () throws(ExportFileError) in try reader.extras() }
+        let extras = try await Self.reading { () throws(ExportFileError) in try reader.extras() }
         if options.dryRun {
             var accounts = 0
-            while let batch = try Self.reading(reader, { () throws(ExportFileError) in try reader.nextAccounts() }) { accounts += batch.count }
+            while let batch = try await Self.reading({ () throws(ExportFileError) in try reader.nextAccounts() }) {
+                accounts += batch.count
+            }
             say(accounts: accounts, extras: extras, into: nil, seconds: nil)
             return
         }
@@ -70,7 +73,7 @@ public struct StoreImport: Sendable {
             while true {
                 let batch: [PortableAccount]?
                 do throws(ExportFileError) {
-                    batch = try reader.nextAccounts()
+                    batch = try await ExportFileThread.run { () throws(ExportFileError) in try reader.nextAccounts() }
                 } catch {
                     input.record(Self.refusal(error))
                     throw StoreError.database(context: "importing", reason: error.description)
@@ -85,17 +88,10 @@ public struct StoreImport: Sendable {
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
-    static func open(_ path: String, key: SymmetricKey) throws(DaemonStartupError) -> ExportFileReader {
+    /// `body` (the file's blocking reads) off the cooperative pool, its refusal as one line.
+    static func reading<T: Sendable>(_ body: @escaping @Sendable () throws(ExportFileError) -> T) async throws(DaemonStartupError) -> T {
         do {
-            return try ExportFileReader(path: path, storeKey: key)
-        } catch {
-            throw refusal(error)
-        }
-    }
-
-    static func reading<T>(_ reader: ExportFileReader, _ body: () throws(ExportFileError) -> T) throws(DaemonStartupError) -> T {
-        do {
-            return try body()
+            return try await ExportFileThread.run(body)
         } catch {
             throw refusal(error)
         }
