@@ -215,8 +215,13 @@ struct StoreCopyTests {
             #expect(notOne.status == 65 && notOne.stderr.contains("not a blueskyd export"), "\(notOne.stderr)")
             #expect(!FileManager.default.fileExists(atPath: fresh + "/state/accounts.sqlite"), "nothing written")
 
+            let dry = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", file, "--key-file", key, "--dry-run", "--json"])
+            #expect(dry.status == 0 && dry.json?["accounts"]?.intValue == 2 && dry.json?["dryRun"] == true, "\(dry.stdout) \(dry.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: fresh + "/state/accounts.sqlite"), "a dry run writes no store")
             let imported = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", file, "--key-file", key, "--json"])
             #expect(imported.status == 0 && imported.json?["accounts"]?.intValue == 2, "\(imported.stdout) \(imported.stderr)")
+            let twice = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", file, "--dry-run"])
+            #expect(twice.status == 73 && twice.stderr.contains("already holds 2 accounts"), "\(twice.stderr)")
             daemon = try await DaemonProcess(directory: fresh, testbed: testbed, extraArguments: ["--config", empty])
             daemons = [daemon]
             for did in dids { try await Self.expectWorks(daemon, did) }

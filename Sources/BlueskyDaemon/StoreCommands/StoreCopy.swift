@@ -78,7 +78,7 @@ public struct StoreCopy: Sendable {
             throw DaemonStartupError("\(source.location) holds no account: nothing to copy (a mistyped tenant?)", exitCode: .noInput)
         }
         if options.dryRun {
-            try await checkEmpty(target, daemon: daemon)
+            try await target.checkEmpty(daemon: daemon)
             report(survey, source: source, target: target, copied: nil, seconds: nil)
             return
         }
@@ -98,20 +98,6 @@ public struct StoreCopy: Sendable {
         let elapsed = ContinuousClock.now - started
         report(survey, source: source, target: target, copied: copied.value,
                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-    }
-
-    /// A dry run says whether the copy would find its target empty.
-    private func checkEmpty(_ target: StoreEndpoint, daemon: Daemon) async throws(DaemonStartupError) {
-        guard let store = try await target.open(with: daemon, creating: false) else { return }
-        let held: Int
-        do {
-            held = try await store.count() + store.clientKeys().count
-        } catch {
-            await store.close()
-            throw target.failure(error)
-        }
-        await store.close()
-        guard held == 0 else { throw target.failure(.targetNotEmpty(location: target.location, accounts: held)) }
     }
 }
 

@@ -77,6 +77,21 @@ extension StoreEndpoint {
         }
     }
 
+    /// Whether a copy or an import would find this store empty (a dry run's check; the write
+    /// checks again under its lock). A state directory without a store is empty.
+    func checkEmpty(daemon: Daemon) async throws(DaemonStartupError) {
+        guard let store = try await open(with: daemon, creating: false) else { return }
+        let held: Int
+        do {
+            held = try await store.count() + store.clientKeys().count
+        } catch {
+            await store.close()
+            throw failure(error)
+        }
+        await store.close()
+        guard held == 0 else { throw failure(.targetNotEmpty(location: location, accounts: held)) }
+    }
+
     /// A store error of this (target) store, as one line with its exit status.
     func failure(_ error: StoreError) -> DaemonStartupError {
         switch error {

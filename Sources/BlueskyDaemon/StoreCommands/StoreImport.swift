@@ -52,23 +52,24 @@ public struct StoreImport: Sendable {
         let reader = try await Self.reading { () throws(ExportFileError) in try ExportFileReader(path: path, storeKey: key) }
         defer { reader.close() }
         let extras = try await Self.reading { () throws(ExportFileError) in try reader.extras() }
-        if options.dryRun {
-            var accounts = 0
-            while let batch = try await Self.reading({ () throws(ExportFileError) in try reader.nextAccounts() }) {
-                accounts += batch.count
-            }
-            say(accounts: accounts, extras: extras, into: nil, seconds: nil)
-            return
-        }
         // The store keeps its own key; a new state directory gets the export's.
         let keyFile = URL(fileURLWithPath: configuration.stateDirectory).appendingPathComponent("store.key")
         let target = StoreEndpoint(place: place, key: own?.0 ?? exportKey, keyFile: own?.1 ?? keyFile)
         let lock = try target.lock(role: "store")
         defer { withExtendedLifetime(lock) {} }
+        let daemon = Daemon(configuration: configuration, logger: logger)
+        if options.dryRun {
+            var accounts = 0
+            while let batch = try await Self.reading({ () throws(ExportFileError) in try reader.nextAccounts() }) {
+                accounts += batch.count
+            }
+            try await target.checkEmpty(daemon: daemon)
+            say(accounts: accounts, extras: extras, into: nil, seconds: nil)
+            return
+        }
         let started = ContinuousClock.now
         let input = StoreEndpoint.InputFailure()
         let imported = Mutex(0)
-        let daemon = Daemon(configuration: configuration, logger: logger)
         try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
             while true {
                 let batch: [PortableAccount]?
@@ -121,7 +122,8 @@ public struct StoreImport: Sendable {
             output = target.map { "Imported \(what) from \(options.from) into \($0.location)"
                 + (seconds.map { String(format: " in %.1f s", $0) } ?? "") + ".\n  A refresh token in an older export may be "
                 + "spent: an account whose session ended since needs a login (bskyctl status shows it)." }
-                ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key; nothing was written."
+                ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key, and the store is empty; "
+                    + "nothing was written."
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
