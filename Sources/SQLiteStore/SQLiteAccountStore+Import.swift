@@ -49,15 +49,15 @@ extension SQLiteAccountStore {
                 for clientKey in extras.clientKeys { try await copy.addClientKey(clientKey) }
                 try await produce(CopyWriter(store: copy))
                 try await copy.saveDPoPNonces(extras.nonces)
+                // Everything in the database file itself: only that file is moved in.
+                try await copy.foldLog()
             } catch {
                 await copy.close()
                 throw error
             }
             await copy.close()
             let built = building.appendingPathComponent(databaseFileName).path
-            guard !FileManager.default.fileExists(atPath: built + "-wal") else {
-                throw StoreError.database(context: "copying into \(target)", reason: "the copy's log was not folded in on close")
-            }
+            try removeEmptyLog(of: built)
             try syncFile(built)
             guard rename(built, target) == 0 else {
                 throw StoreError.database(context: "copying into \(target)", reason: "rename: \(String(cString: strerror(errno)))")
