@@ -85,27 +85,19 @@ public struct StoreCopy: Sendable {
         let extras = try await source.reading { () throws(StoreError) in try await from.registryExtras() }
         let started = ContinuousClock.now
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
-        let copied = Counter()
+        let copied = Mutex(0)
         let input = StoreEndpoint.InputFailure()
         try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
-            copied.value = try await RegistryCopy.copyAccounts(from: from, into: writer, progress: { progress.show($0) },
+            let count = try await RegistryCopy.copyAccounts(from: from, into: writer, progress: { progress.show($0) },
                                                                sourceFailed: { input.record(source.readFailure($0)) })
+            copied.withLock { $0 = count }
             // Checked again before the target commits: a host started during the copy may have
             // rotated tokens it copied.
             try await source.stillAtEnd(from, input: input)
         }
         progress.finish()
         let elapsed = ContinuousClock.now - started
-        report(survey, source: source, target: target, copied: copied.value,
+        report(survey, source: source, target: target, copied: copied.withLock { $0 },
                seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-    }
-}
-
-/// The number of accounts a copy wrote, set from inside the target's step.
-private final class Counter: Sendable {
-    private let count = Mutex(0)
-    var value: Int {
-        get { count.withLock { $0 } }
-        set { count.withLock { $0 = newValue } }
     }
 }
