@@ -119,7 +119,7 @@ struct Reseal: AsyncParsableCommand {
 struct Copy: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "copy",
-        abstract: "Copy every account, with its sessions, into another store (SQLite ↔ PostgreSQL, or another database or tenant).",
+        abstract: "Copy every account, with its sessions, into another store (SQLite ↔ PostgreSQL, or another database).",
         discussion: """
             A store is a state directory (SQLite) or a postgres:// URL. The source (--from, default the \
             configured store) is held still: stop blueskyd on it first (its instance lock, or no live host of \

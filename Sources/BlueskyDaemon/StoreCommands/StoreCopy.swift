@@ -8,7 +8,7 @@ import SQLiteStore
 import Synchronization
 
 /// `blueskyd store copy`: every account of a store, with all its sessions need, into another
-/// store (SQLite to PostgreSQL, back, or between databases and tenants), so that a registry
+/// store (SQLite to PostgreSQL, back, or between databases), so that a registry
 /// moves without a single login.
 ///
 /// Nothing is copied that cannot be trusted: a source row whose seal fails stops the copy
