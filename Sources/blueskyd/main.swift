@@ -94,8 +94,7 @@ struct Reseal: AsyncParsableCommand {
             (SQLite); 78 configuration error or the wrong key.
             """)
 
-    @Option(help: "Configuration file (TOML).") var config: String?
-    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @OptionGroup var location: StoreLocationOptions
     @Flag(help: "Seal every account that may be sealed.") var all = false
     @Option(name: .customLong("account"), help: ArgumentHelp("Seal this account (its UUID); repeatable.", valueName: "uuid"))
     var accounts: [String] = []
@@ -103,16 +102,12 @@ struct Reseal: AsyncParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
-        var overrides = DaemonOverrides()
-        overrides.configFile = config
-        overrides.stateDirectory = stateDirectory
         var options = StoreReseal.Options()
         options.all = all
         options.accounts = accounts
         options.dryRun = dryRun
         options.json = json
-        let status = await StoreReseal.run(overrides, options: options)
-        if status != 0 { throw ExitCode(status) }
+        try exiting(await StoreReseal.run(location.overrides, options: options))
     }
 }
 
@@ -137,8 +132,7 @@ struct Copy: AsyncParsableCommand {
             or target is in use; 78 configuration error or a wrong key.
             """)
 
-    @Option(help: "Configuration file (TOML).") var config: String?
-    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @OptionGroup var location: StoreLocationOptions
     @Option(help: ArgumentHelp("The store to copy from (default: the configured one).", valueName: "directory|url"))
     var from: String?
     @Option(help: "The tenant to copy from (PostgreSQL; default: the URL's user).") var fromTenant: String?
@@ -152,9 +146,6 @@ struct Copy: AsyncParsableCommand {
     @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
-        var overrides = DaemonOverrides()
-        overrides.configFile = config
-        overrides.stateDirectory = stateDirectory
         var options = StoreCopy.Options()
         options.from = from
         options.fromTenant = fromTenant
@@ -166,8 +157,7 @@ struct Copy: AsyncParsableCommand {
         options.toKeyFile = toKeyFile
         options.dryRun = dryRun
         options.json = json
-        let status = await StoreCopy.run(overrides, options: options)
-        if status != 0 { throw ExitCode(status) }
+        try exiting(await StoreCopy.run(location.overrides, options: options))
     }
 }
 
@@ -185,22 +175,17 @@ struct Export: AsyncParsableCommand {
             73 the file exists or cannot be written; 75 the store is in use; 78 configuration error or a wrong key.
             """)
 
-    @Option(help: "Configuration file (TOML).") var config: String?
-    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @OptionGroup var location: StoreLocationOptions
     @Option(help: ArgumentHelp("The file to write.", valueName: "file")) var to: String
     @Flag(help: "Show what would be written; write nothing.") var dryRun = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
-        var overrides = DaemonOverrides()
-        overrides.configFile = config
-        overrides.stateDirectory = stateDirectory
         var options = StoreExport.Options()
         options.to = to
         options.dryRun = dryRun
         options.json = json
-        let status = await StoreExport.run(overrides, options: options)
-        if status != 0 { throw ExitCode(status) }
+        try exiting(await StoreExport.run(location.overrides, options: options))
     }
 }
 
@@ -219,23 +204,37 @@ struct Import: AsyncParsableCommand {
             78 configuration error or another key.
             """)
 
-    @Option(help: "Configuration file (TOML).") var config: String?
-    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+    @OptionGroup var location: StoreLocationOptions
     @Option(help: ArgumentHelp("The export file.", valueName: "file")) var from: String
     @Option(help: "The key the export was sealed with (default: the store's own).") var keyFile: String?
     @Flag(help: "Check the whole file; write nothing.") var dryRun = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
-        var overrides = DaemonOverrides()
-        overrides.configFile = config
-        overrides.stateDirectory = stateDirectory
         var options = StoreImport.Options()
         options.from = from
         options.keyFile = keyFile
         options.dryRun = dryRun
         options.json = json
-        let status = await StoreImport.run(overrides, options: options)
-        if status != 0 { throw ExitCode(status) }
+        try exiting(await StoreImport.run(location.overrides, options: options))
     }
+}
+
+/// Where a `blueskyd store` command finds the daemon's configuration and state: the options
+/// every one of them takes.
+struct StoreLocationOptions: ParsableArguments {
+    @Option(help: "Configuration file (TOML).") var config: String?
+    @Option(help: "State directory (registry, key, lock).") var stateDirectory: String?
+
+    var overrides: DaemonOverrides {
+        var overrides = DaemonOverrides()
+        overrides.configFile = config
+        overrides.stateDirectory = stateDirectory
+        return overrides
+    }
+}
+
+/// A command's sysexits status as the process's own.
+func exiting(_ status: Int32) throws {
+    if status != 0 { throw ExitCode(status) }
 }
