@@ -1,5 +1,6 @@
 import DaemonHarness
 import Foundation
+import WebBasics
 
 /// Section 14: the registry moved. 100,000 app-password accounts in a SQLite store are copied
 /// into a PostgreSQL tenant and back, exported and imported, each by the real `blueskyd store`
@@ -82,7 +83,7 @@ struct RegistryBench {
         }
         let counted = stdout.contains("\"copied\":\(accounts)") || stdout.contains("\"accounts\":\(accounts)")
         guard counted else { throw BenchError.storeFailed("\(name): \(accounts) accounts expected, got \(stdout)") }
-        return RegistryResult.Step(name: name, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+        return RegistryResult.Step(name: name, seconds: elapsed.seconds,
                                    peakKiB: peakKiB)
     }
 

@@ -12,16 +12,19 @@ public enum RegistryCopy {
         public var byKind: [AuthKind: Int]
         public var defaultAccount: UUID?
         public var needsLogin: Int
-        public var clientKeys: Int
-        public var nonces: Int
+        /// The client keys and nonces, read once: what the copy or export then writes.
+        public var extras: RegistryExtras
+        public var clientKeys: Int { extras.clientKeys.count }
+        public var nonces: Int { extras.nonces.count }
         /// Rows whose seal does not hold, or that cannot be read whole: never copied.
         public var altered: [AccountRecord]
     }
 
-    /// Reads the whole source once (metadata only), as `--dry-run` shows it and as the copy
-    /// checks it before it writes.
+    /// Reads the whole source once (metadata, client keys and nonces; no account's secrets), as
+    /// `--dry-run` shows it and as the copy checks it before it writes.
     public static func survey(_ source: any AccountStore) async throws(StoreError) -> Survey {
-        var survey = Survey(accounts: 0, byKind: [:], defaultAccount: nil, needsLogin: 0, clientKeys: 0, nonces: 0, altered: [])
+        var survey = Survey(accounts: 0, byKind: [:], defaultAccount: nil, needsLogin: 0,
+                            extras: RegistryExtras(clientKeys: [], nonces: []), altered: [])
         var after: AccountPageKey?
         while true {
             let page = try await source.accounts(after: after, limit: 5_000)
@@ -35,8 +38,7 @@ public enum RegistryCopy {
             }
             after = AccountPageKey(createdAt: last.createdAt, id: last.id)
         }
-        survey.clientKeys = try await source.clientKeys().count
-        survey.nonces = try await source.allDPoPNonces().count
+        survey.extras = try await source.registryExtras()
         return survey
     }
 

@@ -1,6 +1,7 @@
 import AccountStoreCore
 import Crypto
 import Foundation
+import WebBasics
 import JSONRPC
 import Logging
 import PostgresStore
@@ -36,17 +37,8 @@ public struct StoreCopy: Sendable {
     let logger: Logger
 
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store copy") else {
-            return DaemonExitCode.configuration.rawValue
-        }
-        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
-        do {
+        await StoreCommand.run("copy", overrides) { configuration, logger throws(DaemonStartupError) in
             try await StoreCopy(configuration: configuration, options: options, logger: logger).run()
-            return DaemonExitCode.ok.rawValue
-        } catch {
-            FileHandle.standardError.write(Data("blueskyd store copy: \(error)\n".utf8))
-            return error.exitCode.rawValue
         }
     }
 
@@ -82,7 +74,7 @@ public struct StoreCopy: Sendable {
             report(survey, source: source, target: target, copied: nil, seconds: nil)
             return
         }
-        let extras = try await source.reading { () throws(StoreError) in try await from.registryExtras() }
+        let extras = survey.extras
         let started = ContinuousClock.now
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
         let copied = Mutex(0)
@@ -96,8 +88,7 @@ public struct StoreCopy: Sendable {
             try await source.stillAtEnd(from, input: input)
         }
         progress.finish()
-        let elapsed = ContinuousClock.now - started
         report(survey, source: source, target: target, copied: copied.withLock { $0 },
-               seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+               seconds: (ContinuousClock.now - started).seconds)
     }
 }

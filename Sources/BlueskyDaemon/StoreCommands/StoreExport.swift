@@ -1,5 +1,6 @@
 import AccountStoreCore
 import Foundation
+import WebBasics
 import JSONRPC
 import Logging
 
@@ -22,17 +23,8 @@ public struct StoreExport: Sendable {
     let logger: Logger
 
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store export") else {
-            return DaemonExitCode.configuration.rawValue
-        }
-        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
-        do {
+        await StoreCommand.run("export", overrides) { configuration, logger throws(DaemonStartupError) in
             try await StoreExport(configuration: configuration, options: options, logger: logger).run()
-            return DaemonExitCode.ok.rawValue
-        } catch {
-            FileHandle.standardError.write(Data("blueskyd store export: \(error)\n".utf8))
-            return error.exitCode.rawValue
         }
     }
 
@@ -72,7 +64,7 @@ public struct StoreExport: Sendable {
         }
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
         do {
-            let extras = try await source.reading { () throws(StoreError) in try await store.registryExtras() }
+            let extras = survey.extras
             try await ExportFileThread.run { () throws(ExportFileError) in try writer.write(extras) }
             var after: AccountPageKey?
             var written = 0
@@ -98,9 +90,8 @@ public struct StoreExport: Sendable {
             throw DaemonStartupError("cannot export: \(error)")
         }
         progress.finish()
-        let elapsed = ContinuousClock.now - started
         say(survey, source: source, written: true,
-            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            seconds: (ContinuousClock.now - started).seconds)
     }
 
     private func say(_ survey: RegistryCopy.Survey, source: StoreEndpoint, written: Bool, seconds: Double?) {

@@ -1,6 +1,7 @@
 import AccountStoreCore
 import Crypto
 import Foundation
+import WebBasics
 import JSONRPC
 import Logging
 import PostgresStore
@@ -25,17 +26,8 @@ public struct StoreImport: Sendable {
     let logger: Logger
 
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store import") else {
-            return DaemonExitCode.configuration.rawValue
-        }
-        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
-        do {
+        await StoreCommand.run("import", overrides) { configuration, logger throws(DaemonStartupError) in
             try await StoreImport(configuration: configuration, options: options, logger: logger).run()
-            return DaemonExitCode.ok.rawValue
-        } catch {
-            FileHandle.standardError.write(Data("blueskyd store import: \(error)\n".utf8))
-            return error.exitCode.rawValue
         }
     }
 
@@ -84,9 +76,8 @@ public struct StoreImport: Sendable {
                 imported.withLock { $0 += batch.count }
             }
         }
-        let elapsed = ContinuousClock.now - started
         say(accounts: imported.withLock { $0 }, extras: extras, into: target,
-            seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            seconds: (ContinuousClock.now - started).seconds)
     }
 
     /// `body` (the file's blocking reads) off the cooperative pool, its refusal as one line.

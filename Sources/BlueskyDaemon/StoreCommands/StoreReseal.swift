@@ -25,17 +25,8 @@ public struct StoreReseal: Sendable {
 
     /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store reseal") else {
-            return DaemonExitCode.configuration.rawValue
-        }
-        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
-        logger.logLevel = .warning
-        do {
+        await StoreCommand.run("reseal", overrides) { configuration, logger throws(DaemonStartupError) in
             try await StoreReseal(configuration: configuration, options: options, logger: logger).run()
-            return DaemonExitCode.ok.rawValue
-        } catch {
-            FileHandle.standardError.write(Data("blueskyd store reseal: \(error)\n".utf8))
-            return error.exitCode.rawValue
         }
     }
 
