@@ -124,16 +124,38 @@ final class ChaosCluster: @unchecked Sendable {
 
     /// Checks every account as one host lists it. A lost account is counted, and replaced (an
     /// OAuth one by a new account, an app-password one by a new login) so that the next
-    /// rounds exercise it too. With `settle`, first waits until no refresh is left unfinished
-    /// on any host, and ends with a call for every account through every host.
+    /// rounds exercise it too. With `settle`, first waits until no refresh is left unfinished,
+    /// in the store or on any host, and every host lists each account in the same state, and
+    /// ends with a call for every account through every host.
+    ///
+    /// A host killed mid-refresh leaves its mark and lease in the store, which no other host
+    /// lists: the refresh is settled only when its lease has run out and a host has claimed it
+    /// (and met the replayed token, when the kill fell inside the window). The loss that host
+    /// finds reaches the others by NOTIFY, a moment later.
     func check(_ tally: inout ClusterTally, settle: Bool) async throws {
         if settle {
+            try await waitUntil("no refresh is left marked as started in the store", timeout: .seconds(60)) {
+                try await offThePool { [database] in
+                    try database.psql("""
+                        SELECT count(*) FROM account
+                        WHERE refresh_started_at IS NOT NULL AND state <> 'needs-login'
+                        """, database: "blueskyd") == "0"
+                }
+            }
             for host in hosts {
                 _ = try await eventually(timeout: .seconds(60)) {
                     try await self.views(host).allSatisfy {
                         $0["state"] == "needs-login" || ($0["state"] == "active" && $0["refreshInterruptedAt"] == .null)
                     }
                 }
+            }
+            try await waitUntil("every host lists each account in the same state", timeout: .seconds(30)) {
+                var seen: [[String: String]] = []
+                for host in self.hosts {
+                    let states = try await self.views(host).map { ($0["did"]?.stringValue ?? "", $0["state"]?.stringValue ?? "") }
+                    seen.append(Dictionary(states, uniquingKeysWith: { first, _ in first }))
+                }
+                return seen.allSatisfy { $0 == seen[0] }
             }
         }
         let host = hosts.randomElement()!
