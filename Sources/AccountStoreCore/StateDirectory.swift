@@ -42,6 +42,10 @@ public struct StateDirectory: Sendable, Equatable {
     /// Where the store key lives when systemd does not pass one as a credential.
     public var keyFile: URL { url.appendingPathComponent("store.key") }
 
+    /// Where `blueskyd store rekey` keeps the new key while it reseals the store: moved over
+    /// `store.key` when the pass ends, or by the next start when a kill came between.
+    public var nextKeyFile: URL { url.appendingPathComponent("store.key.next") }
+
     /// The single-instance lock file.
     public var lockFile: URL { url.appendingPathComponent("blueskyd.lock") }
 

@@ -45,15 +45,7 @@ public struct Daemon: Sendable {
             throw DaemonStartupError(String(describing: error))
         }
         defer { withExtendedLifetime(lock) {} }
-        let keyFile = stateDirectory.url.appendingPathComponent("store.key")
-        let key = try startup(StoreKey.load(keyFile: keyFile))
-        let store = try await openStore(stateDirectory: stateDirectory, key: key, keyFile: keyFile)
-        do {
-            try await checkStoreKey(store, keyFile: keyFile)
-        } catch {
-            await store.close()
-            throw error
-        }
+        let (store, key, _) = try await openCheckedStore(stateDirectory: stateDirectory)
         let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
         // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
         // the hot path, through the lean keep-alive client on the caller's event loop.
@@ -142,7 +134,8 @@ public struct Daemon: Sendable {
                              loopbackGateway: loopbackGateway, metricsSocketPath: configuration.metricsSocketPath,
                              loopbackMetrics: metricsServers.first { if case .loopback = $0.listener { true } else { false } },
                              stateDirectory: stateDirectory.url.path, startedAt: Date(),
-                             clientSocketPaths: configuration.clients.flatMap { [$0.socket, $0.gatewaySocket].compactMap { $0 } }),
+                             clientSocketPaths: configuration.clients.flatMap { [$0.socket, $0.gatewaySocket].compactMap { $0 } },
+                             storeKeyFingerprint: StoreKey.keyFingerprint(key)),
             isStopping: { stopping.load(ordering: .relaxed) }, logger: logger, tokens: tokens,
             execSockets: execSockets)
         let clientServers = try clientServers(methods: methods, routes: routes, gatewayConfiguration: gatewayConfiguration)
@@ -242,27 +235,10 @@ public struct Daemon: Sendable {
         }
     }
 
-    /// A key that does not open the store's secrets (a replaced `store.key`) would fail every
-    /// refresh later; say so now, naming the key file, as a configuration error.
-    private func checkStoreKey(_ store: any AccountStore, keyFile: URL) async throws(DaemonStartupError) {
-        do {
-            try await store.verifyKey()
-        } catch .secretDoesNotOpen, .clientKeyDoesNotOpen {
-            throw Self.wrongStoreKey(keyFile: keyFile, location: store.location)
-        } catch {
-            throw DaemonStartupError("cannot check the store key: \(error)")
-        }
-    }
-
-    static func wrongStoreKey(keyFile: URL, location: String) -> DaemonStartupError {
-        DaemonStartupError("the store key \(StoreKey.source(keyFile: keyFile)) does not open the secrets in \(location) "
-                               + "(was it replaced? put the original key back)", exitCode: .configuration)
-    }
-
     /// One start-up step; its failure becomes the one line blueskyd exits with.
     /// A value of the configuration that cannot be used (a CA file, a nameserver) exits as a
     /// configuration error.
-    private func startup<T>(_ body: @autoclosure () throws -> T) throws(DaemonStartupError) -> T {
+    func startup<T>(_ body: @autoclosure () throws -> T) throws(DaemonStartupError) -> T {
         do {
             return try body()
         } catch let error as HTTPError {
@@ -281,6 +257,8 @@ public struct Daemon: Sendable {
 public struct DaemonStartupError: Error, CustomStringConvertible {
     public var description: String
     public var exitCode: DaemonExitCode
+    /// The store key opens nothing in the store (`Daemon.wrongStoreKey`).
+    var isWrongKey = false
     public init(_ description: String, exitCode: DaemonExitCode = .failure) {
         self.description = description
         self.exitCode = exitCode

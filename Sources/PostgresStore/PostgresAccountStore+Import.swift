@@ -5,19 +5,29 @@ import PostgresNIO
 /// A registry copied into this tenant (`blueskyd store copy`), in one transaction: a copy
 /// killed at any point (or a database lost during it) leaves the tenant as it was. The tenant
 /// must hold no account and no client key: a copy never merges into a registry in use.
+/// `store rekey` replaces the tenant's registry with itself sealed under a new key, in the
+/// same one transaction.
 extension PostgresAccountStore {
     /// Copies `extras` (client keys, nonces) and what `produce` writes into this tenant, sealed
     /// under this store's key and tenant. Every row is announced, so a host of the tenant
     /// already running takes the accounts up as they commit.
-    /// - Parameter deadline: for the whole transaction (a million accounts take minutes).
-    /// - Throws: `.targetNotEmpty` when the tenant holds accounts or client keys.
-    public func importRegistry(extras: RegistryExtras, deadline: Duration = .seconds(3600),
+    /// - Parameters:
+    ///   - replacing: the tenant's rows are deleted first, in the transaction (which the
+    ///     reads of `produce`, on other connections, do not see); otherwise it must hold none.
+    ///   - deadline: for the whole transaction (a million accounts take minutes).
+    /// - Throws: `.targetNotEmpty` when the tenant holds accounts or client keys (not replacing).
+    public func importRegistry(extras: RegistryExtras, replacing: Bool = false, deadline: Duration = .seconds(3600),
                                _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
         async throws(StoreError) {
         let (tenant, location) = (settings.tenant, settings.location)
-        try await write("copying accounts", deadline: deadline) { [self] session in
+        try await write(replacing ? "resealing accounts" : "copying accounts", deadline: deadline) { [self] session in
             // The tenant's turn (as a default change takes it), then a look at what it holds.
             try await lockDefault(session)
+            if replacing {
+                // Nonces go with their accounts (ON DELETE CASCADE).
+                try await session.run("DELETE FROM account WHERE tenant = \(tenant)")
+                try await session.run("DELETE FROM oauth_client_key WHERE tenant = \(tenant)")
+            }
             let held = try await session.run("""
                 SELECT (SELECT count(*) FROM account WHERE tenant = \(tenant)) + (SELECT count(*) FROM oauth_client_key WHERE tenant = \(tenant))
                 """).first?.decode(Int.self) ?? 0

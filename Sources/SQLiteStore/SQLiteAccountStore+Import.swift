@@ -20,13 +20,17 @@ extension SQLiteAccountStore {
     /// Copies into the SQLite store of `directory`: `extras` (client keys, nonces) and what
     /// `produce` writes, sealed with `key`. The caller holds the directory's instance lock.
     /// Returns the target database's path.
-    /// - Throws: `.targetNotEmpty` when the store there holds accounts or client keys.
+    /// - Parameter replacing: the store of `directory` itself, open, which `produce` reads
+    ///   (`store rekey`): once the copy is built, its log is folded in and it is closed, and the
+    ///   copy moved over it. Otherwise the store there must hold nothing.
+    /// - Throws: `.targetNotEmpty` when the store there holds accounts or client keys (not replacing).
     public static func importRegistry(into directory: URL, key: SymmetricKey, logger: Logger, extras: RegistryExtras,
+                                      replacing: SQLiteAccountStore? = nil,
                                       _ produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
         async throws(StoreError) -> String {
         let target = directory.appendingPathComponent(databaseFileName).path
         try removeAbandonedCopies(in: directory)
-        if FileManager.default.fileExists(atPath: target) {
+        if replacing == nil, FileManager.default.fileExists(atPath: target) {
             // Opened to count, its log folded into it and emptied, then closed: no frame of the
             // old file's log is left to be read against the new one.
             let existing = try SQLiteAccountStore(directory: directory, key: key, logger: logger)
@@ -41,7 +45,7 @@ extension SQLiteAccountStore {
             await existing.close()
             guard held == 0 else { throw StoreError.targetNotEmpty(location: target, accounts: held) }
         }
-        try removeEmptyLog(of: target)
+        if replacing == nil { try removeEmptyLog(of: target) }
         let building = directory.appendingPathComponent(copyDirectoryPrefix + UUID().uuidString.lowercased())
         do throws(StoreError) {
             let copy = try SQLiteAccountStore(directory: building, key: key, logger: logger)
@@ -59,6 +63,11 @@ extension SQLiteAccountStore {
             let built = building.appendingPathComponent(databaseFileName).path
             try removeEmptyLog(of: built)
             try syncFile(built)
+            if let replacing {
+                try await replacing.foldLog()
+                await replacing.close()
+                try removeEmptyLog(of: target)
+            }
             guard rename(built, target) == 0 else {
                 throw StoreError.database(context: "copying into \(target)", reason: "rename: \(String(cString: strerror(errno)))")
             }

@@ -75,7 +75,7 @@ struct Store: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "store",
         abstract: "Work on the account registry with the store key (the daemon's configuration and key).",
-        subcommands: [Copy.self, Export.self, Import.self, Reseal.self])
+        subcommands: [Copy.self, Export.self, Import.self, Rekey.self, Reseal.self])
 }
 
 struct Reseal: AsyncParsableCommand {
@@ -217,6 +217,39 @@ struct Import: AsyncParsableCommand {
         options.dryRun = dryRun
         options.json = json
         try exiting(await StoreImport.run(location.overrides, options: options))
+    }
+}
+
+struct Rekey: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rekey",
+        abstract: "Seal the whole registry again under a new store key; no account needs a login.",
+        discussion: """
+            Every account's tokens, DPoP key and seal, and every OAuth client key, are opened with the \
+            current key, checked, and sealed under the key in --new-key-file (32 raw bytes, 64 hex characters \
+            or base64; e.g. umask 077; openssl rand -hex 32 > new.key). The store is replaced whole (SQLite: \
+            one file moved in; PostgreSQL: one transaction), then the new key moved over store.key. A rekey \
+            killed at any point leaves the store sealed with one key or the other, and the next start (or \
+            rekey) goes on with the one that opens it. Stop blueskyd first (its instance lock, or no live \
+            host of the tenant). With systemd's credential, or several hosts, give each the new key before \
+            it starts again: the old key opens nothing, and a host with it exits 78.
+
+            Exit status: 0 resealed (or sealed with that key already); 64 usage; 65 a row fails its seal; \
+            69 the database cannot be reached; 73 the store cannot be written; 75 the store is in use; \
+            78 configuration error, a wrong or missing key.
+            """)
+
+    @OptionGroup var location: StoreLocationOptions
+    @Option(help: ArgumentHelp("The new key.", valueName: "file")) var newKeyFile: String
+    @Flag(help: "Show what would be resealed; write nothing.") var dryRun = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func run() async throws {
+        var options = StoreRekey.Options()
+        options.newKeyFile = newKeyFile
+        options.dryRun = dryRun
+        options.json = json
+        try exiting(await StoreRekey.run(location.overrides, options: options))
     }
 }
 

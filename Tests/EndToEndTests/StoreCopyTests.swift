@@ -233,13 +233,13 @@ struct StoreCopyTests {
     /// at the target: it must be empty or whole (`check` says whether whole), and `reset`
     /// empties a whole one for the next round.
     static func killAtRandom(_ arguments: [String], rounds: Int, check: () async throws -> Bool,
-                             reset: () throws -> Void) async throws {
+                             reset: () async throws -> Void) async throws {
         let started = ContinuousClock.now
         let timed = try await CommandResult.run(Binaries.path("blueskyd"), arguments)
         let duration = ContinuousClock.now - started
         #expect(timed.status == 0, "\(timed.stderr)")
         #expect(try await check(), "a copy run to its end is whole")
-        try reset()
+        try await reset()
         var killedMidway = 0
         for _ in 0..<rounds {
             let process = Process()
@@ -251,7 +251,7 @@ struct StoreCopyTests {
             try await Task.sleep(for: duration * Double.random(in: 0.1...0.95))
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            if try await check() { try reset() } else { killedMidway += 1 }
+            if try await check() { try await reset() } else { killedMidway += 1 }
         }
         #expect(killedMidway > 0, "at least one kill landed before the copy was in place")
         let last = try await CommandResult.run(Binaries.path("blueskyd"), arguments)

@@ -157,6 +157,7 @@ struct DaemonMethods: RPCMethodHandler {
             "tokensRotated": .number(Double(accounts.environment.refreshes.rotated)),
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextScheduled()),
             "tampered": Self.tampered(census),
+            "storeKey": .string(info.storeKeyFingerprint),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
             "events": ["seq": .number(Double(events.latestSeq)), "subscribers": .number(Double(events.subscriberCount)),
                        "largestBacklog": .number(Double(events.largestBacklog))],
@@ -182,6 +183,9 @@ struct DaemonInfo: Sendable {
     let startedAt: Date
     /// The `[[client]]` sockets (what a sandbox hides beside the main ones).
     var clientSocketPaths: [String] = []
+    /// Which store key this host opens the store with (`StoreKey.keyFingerprint`): after a
+    /// `store rekey`, the hosts that still hold the old one show it.
+    var storeKeyFingerprint = ""
 
     var json: JSONValue {
         [

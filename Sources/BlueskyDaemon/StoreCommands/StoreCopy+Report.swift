@@ -53,15 +53,17 @@ extension StoreCopy {
     }
 }
 
-/// "copied N of M" on stderr, on a terminal, at most ten times a second.
+/// "copied N of M" (or another verb) on stderr, on a terminal, at most ten times a second.
 final class CopyProgress: Sendable {
     let total: Int
     let shown: Bool
+    let verb: String
     private let lastShown = Mutex<ContinuousClock.Instant?>(nil)
 
-    init(total: Int, shown: Bool) {
+    init(total: Int, shown: Bool, verb: String = "copied") {
         self.total = total
         self.shown = shown
+        self.verb = verb
     }
 
     func show(_ copied: Int) {
@@ -72,7 +74,7 @@ final class CopyProgress: Sendable {
             last = now
             return true
         }
-        if due || copied == total { FileHandle.standardError.write(Data("\rcopied \(copied) of \(total) accounts".utf8)) }
+        if due || copied == total { FileHandle.standardError.write(Data("\r\(verb) \(copied) of \(total) accounts".utf8)) }
     }
 
     func finish() {

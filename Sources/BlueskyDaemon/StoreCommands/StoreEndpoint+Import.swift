@@ -20,16 +20,20 @@ extension StoreEndpoint {
     /// Writes `extras` and what `produce` hands over into this store, which must hold nothing.
     /// A state directory gets this endpoint's key as its `store.key` when it has none (removed
     /// again if the import fails), and is refused when it holds another.
+    /// - Parameter replacing: this store itself, open under its old key, which `produce` reads
+    ///   (`store rekey`): its rows are replaced whole (a SQLite store is closed by it), and its
+    ///   key file is left to the caller.
     func importRegistry(extras: RegistryExtras, daemon: Daemon, logger: Logger, input: InputFailure,
+                        replacing: (any AccountStore)? = nil,
                         _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
         async throws(DaemonStartupError) {
         do {
             switch place {
             case .sqlite(let directory):
-                let installed = try installKey(in: directory)
+                let installed = replacing == nil ? try installKey(in: directory) : false
                 do {
-                    _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: key, logger: logger,
-                                                                    extras: extras, produce)
+                    _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: key, logger: logger, extras: extras,
+                                                                    replacing: replacing as? SQLiteAccountStore, produce)
                 } catch {
                     if installed { unlink(directory.keyFile.path) }
                     throw error
@@ -39,7 +43,7 @@ extension StoreEndpoint {
                     throw DaemonStartupError("\(location) is not a PostgreSQL store")
                 }
                 do {
-                    try await store.importRegistry(extras: extras, produce)
+                    try await store.importRegistry(extras: extras, replacing: replacing != nil, produce)
                 } catch {
                     await store.close()
                     throw error
