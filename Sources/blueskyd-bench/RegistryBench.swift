@@ -3,15 +3,15 @@ import Foundation
 import WebBasics
 
 /// Section 14: the registry moved. 100,000 app-password accounts in a SQLite store are copied
-/// into a PostgreSQL tenant and back, exported and imported, each by the real `blueskyd store`
+/// into a PostgreSQL tenant and back, exported and imported, and each store rekeyed, each by the real `blueskyd store`
 /// command, timed, with the command's peak memory (VmHWM, sampled every 50 ms): a registry is
 /// read and written a page at a time, so the peak stays flat however many accounts.
 struct RegistryBench {
     static let section = "registry"
     /// Each step's target (issue 27): under a minute for 100,000 accounts.
     static let targetSeconds = 60.0
-    /// Seeding, starting PostgreSQL and four steps, with room.
-    static func timeBudget(_ options: BenchOptions) -> Double { 600 }
+    /// Seeding, starting PostgreSQL and six steps, with room.
+    static func timeBudget(_ options: BenchOptions) -> Double { 900 }
 
     let options: BenchOptions
     let workDirectory: String
@@ -47,6 +47,12 @@ struct RegistryBench {
                 ("import (into a new SQLite store)", ["store", "import", "--config", empty, "--state-directory",
                                                       directory + "/restored/state", "--from", directory + "/registry.export",
                                                       "--key-file", source + "/store.key"]),
+                // On the copies: a rekey replaces its state directory's store.key.
+                ("rekey (SQLite)", ["store", "rekey", "--config", empty, "--state-directory", directory + "/back/state",
+                                    "--new-key-file", try Self.newKey(directory + "/new-sqlite.key")]),
+                ("rekey (PostgreSQL)", ["store", "rekey", "--config", config, "--state-directory",
+                                        try Self.hostState(directory + "/host/state", key: source + "/store.key"),
+                                        "--new-key-file", try Self.newKey(directory + "/new-postgres.key")]),
             ]
             for (name, arguments) in steps {
                 progress.say("registry: \(name)")
@@ -85,6 +91,22 @@ struct RegistryBench {
         guard counted else { throw BenchError.storeFailed("\(name): \(accounts) accounts expected, got \(stdout)") }
         return RegistryResult.Step(name: name, seconds: elapsed.seconds,
                                    peakKiB: peakKiB)
+    }
+
+    /// A new store key in `path` (private), as `openssl rand -hex 32` makes one.
+    static func newKey(_ path: String) throws -> String {
+        let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        guard FileManager.default.createFile(atPath: path, contents: Data(hex.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw BenchError.storeFailed("cannot write \(path)")
+        }
+        return path
+    }
+
+    /// A host's state directory holding a copy of `key`: a rekey of the tenant replaces it.
+    static func hostState(_ path: String, key: String) throws -> String {
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.copyItem(atPath: key, toPath: path + "/store.key")
+        return path
     }
 
     /// VmHWM of `pid` (its resident high-water mark), in KiB.
