@@ -102,7 +102,7 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             return "account database error while \(context): \(reason)"
         case .targetNotEmpty(let location, let accounts):
             return "\(location) already holds \(accounts) account\(accounts == 1 ? "" : "s") of this tenant "
-                + "(or OAuth client keys): a copy goes into an empty store only"
+                + "(or OAuth client keys): a copy goes into an empty store only, unless --merge (each account then keeps its newer session)"
         }
     }
 }

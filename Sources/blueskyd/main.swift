@@ -118,7 +118,9 @@ struct Copy: AsyncParsableCommand {
         discussion: """
             A store is a state directory (SQLite) or a postgres:// URL. The source (--from, default the \
             configured store) is held still: stop blueskyd on it first (its instance lock, or no live host of \
-            its tenant). The target must hold no account of the tenant; it gets the copy whole or not at all. \
+            its tenant). The target must hold no account of the tenant, unless --merge: then an account both \
+            hold keeps the newer session (its last refresh, else its login; the report names each), the target \
+            keeps its default, and its hosts must be stopped too. It gets the copy whole or not at all. \
             Tokens, DPoP keys and nonces, OAuth 2.0 registrations, OAuth client keys, the write-ahead mark, \
             the profile cache and the default account go with it; every row is sealed again under the \
             target's key and tenant. A source row whose seal fails stops the copy before anything is written.
@@ -142,6 +144,7 @@ struct Copy: AsyncParsableCommand {
     @Option(help: "The tenant to copy into (PostgreSQL; default: the URL's user, whose rows it may hold).") var toTenant: String?
     @Option(help: "A file holding the target database's password.") var toPasswordFile: String?
     @Option(help: "The key to seal the copy with (default: the target state directory's own, else the source's).") var toKeyFile: String?
+    @Flag(help: "Into a store that holds accounts: each account keeps its newer session.") var merge = false
     @Flag(help: "Show what would be copied; write nothing.") var dryRun = false
     @Flag(help: "Print JSON.") var json = false
 
@@ -155,6 +158,7 @@ struct Copy: AsyncParsableCommand {
         options.toTenant = toTenant
         options.toPasswordFile = toPasswordFile
         options.toKeyFile = toKeyFile
+        options.merge = merge
         options.dryRun = dryRun
         options.json = json
         try exiting(await StoreCopy.run(location.overrides, options: options))
@@ -192,10 +196,11 @@ struct Export: AsyncParsableCommand {
 struct Import: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Restore an export file into the configured store, which must hold no account.",
+        abstract: "Restore an export file into the configured store, which must hold no account (or --merge).",
         discussion: """
             Refused whole, writing nothing, when the file is damaged anywhere, cut short, of a later format, \
-            or sealed with another key; the store gets every account or none. A state directory without a \
+            or sealed with another key; the store gets every account or none. With --merge, into a store that \
+            holds accounts, an account both hold keeps the newer session (the report names each). A state directory without a \
             store key gets the export's (--key-file). A refresh token in an older export may be spent since: \
             such an account needs a login after the import.
 
@@ -207,6 +212,7 @@ struct Import: AsyncParsableCommand {
     @OptionGroup var location: StoreLocationOptions
     @Option(help: ArgumentHelp("The export file.", valueName: "file")) var from: String
     @Option(help: "The key the export was sealed with (default: the store's own).") var keyFile: String?
+    @Flag(help: "Into a store that holds accounts: each account keeps its newer session.") var merge = false
     @Flag(help: "Check the whole file; write nothing.") var dryRun = false
     @Flag(help: "Print JSON.") var json = false
 
@@ -214,6 +220,7 @@ struct Import: AsyncParsableCommand {
         var options = StoreImport.Options()
         options.from = from
         options.keyFile = keyFile
+        options.merge = merge
         options.dryRun = dryRun
         options.json = json
         try exiting(await StoreImport.run(location.overrides, options: options))

@@ -6,9 +6,15 @@ import Synchronization
 
 /// What `blueskyd store copy` says: a summary in words or JSON on stdout, progress on a terminal.
 extension StoreCopy {
-    func report(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?) {
-        let output = options.json ? Self.json(survey, source: source, target: target, copied: copied, seconds: seconds)
-            : Self.text(survey, source: source, target: target, copied: copied, seconds: seconds)
+    func report(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
+                merge: RegistryMerge? = nil) {
+        var output: String
+        if options.json {
+            output = Self.json(survey, source: source, target: target, copied: copied, seconds: seconds, merge: merge)
+        } else {
+            output = Self.text(survey, source: source, target: target, copied: copied, seconds: seconds)
+            if let merge { output += "\n" + merge.summary }
+        }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
 
@@ -23,7 +29,7 @@ extension StoreCopy {
             copied.map { "Copied \($0) account\($0 == 1 ? "" : "s") from \(source.location) to \(target.location)"
                 + (seconds.map { String(format: " in %.1f s.", $0) } ?? ".") }
                 ?? "Dry run: would copy \(survey.accounts) account\(survey.accounts == 1 ? "" : "s") from \(source.location) to "
-                + "\(target.location) (empty); nothing was written.",
+                + "\(target.location); nothing was written.",
             "  \(kinds(survey)); \(survey.needsLogin) needing a login; \(survey.clientKeys) OAuth client key(s), "
                 + "\(survey.nonces) DPoP nonce(s); default: \(survey.defaultAccount?.uuidString.lowercased() ?? "none")",
             "  sealed with the key \(StoreKey.keyFingerprint(target.key)) (\(target.keyFile.path))"
@@ -36,7 +42,8 @@ extension StoreCopy {
         return lines.joined(separator: "\n")
     }
 
-    static func json(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?) -> String {
+    static func json(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
+                     merge: RegistryMerge?) -> String {
         var kinds: [String: JSONValue] = [:]
         for kind in AuthKind.allCases { kinds[kind.rawValue] = .number(Double(survey.byKind[kind] ?? 0)) }
         var object: [String: JSONValue] = [
@@ -48,6 +55,7 @@ extension StoreCopy {
             "keyFingerprint": .string(StoreKey.keyFingerprint(target.key)), "resealed": .bool(source.key != target.key),
         ]
         object["copied"] = copied.map { .number(Double($0)) }
+        object["merge"] = merge?.json
         object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
         return String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
     }

@@ -27,6 +27,8 @@ public struct StoreCopy: Sendable {
         public var toTenant: String?
         public var toPasswordFile: String?
         public var toKeyFile: String?
+        /// Into a store that holds accounts: each account keeps its newer session.
+        public var merge = false
         public var dryRun = false
         public var json = false
         public init() {}
@@ -69,9 +71,15 @@ public struct StoreCopy: Sendable {
         guard survey.accounts > 0 else {
             throw DaemonStartupError("\(source.location) holds no account: nothing to copy (a mistyped tenant?)", exitCode: .noInput)
         }
+        let merging = options.merge ? try await target.openForMerge(daemon: daemon) : nil
         if options.dryRun {
-            try await target.checkEmpty(daemon: daemon)
-            report(survey, source: source, target: target, copied: nil, seconds: nil)
+            if let merging {
+                await merging.store.close()
+                try await StoreEndpoint.dryMerge(merging.merge, from: from, source: source)
+            } else {
+                try await target.checkEmpty(daemon: daemon)
+            }
+            report(survey, source: source, target: target, copied: nil, seconds: nil, merge: merging?.merge)
             return
         }
         let extras = survey.extras
@@ -79,7 +87,7 @@ public struct StoreCopy: Sendable {
         let progress = CopyProgress(total: survey.accounts, shown: !options.json && isatty(STDERR_FILENO) == 1)
         let copied = Mutex(0)
         let input = StoreEndpoint.InputFailure()
-        try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
+        let produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void = { writer throws(StoreError) in
             let count = try await RegistryCopy.copyAccounts(from: from, into: writer, progress: { progress.show($0) },
                                                                sourceFailed: { input.record(source.readFailure($0)) })
             copied.withLock { $0 = count }
@@ -87,8 +95,13 @@ public struct StoreCopy: Sendable {
             // rotated tokens it copied.
             try await source.stillAtEnd(from, input: input)
         }
+        if let merging {
+            try await target.mergeRegistry(merging, sourceExtras: extras, daemon: daemon, logger: logger, input: input, produce)
+        } else {
+            try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, produce)
+        }
         progress.finish()
         report(survey, source: source, target: target, copied: copied.withLock { $0 },
-               seconds: (ContinuousClock.now - started).seconds)
+               seconds: (ContinuousClock.now - started).seconds, merge: merging?.merge)
     }
 }

@@ -10,12 +10,15 @@ import Synchronization
 
 /// `blueskyd store import`: an export file into the configured store, whole or not at all: a
 /// file damaged anywhere, cut short, of a later format or sealed with another key is refused,
-/// and the store is left as it was. The store must hold no account (an import never merges).
+/// and the store is left as it was. The store must hold no account, unless `--merge` (each
+/// account then keeps its newer session: a refresh token in an older export may be spent).
 public struct StoreImport: Sendable {
     public struct Options: Sendable {
         public var from = ""
         /// The key the export was sealed with; default the store's own.
         public var keyFile: String?
+        /// Into a store that holds accounts: each account keeps its newer session.
+        public var merge = false
         public var dryRun = false
         public var json = false
         public init() {}
@@ -50,19 +53,22 @@ public struct StoreImport: Sendable {
         let lock = try target.lock(role: "store")
         defer { withExtendedLifetime(lock) {} }
         let daemon = Daemon(configuration: configuration, logger: logger)
+        let merging = options.merge ? try await target.openForMerge(daemon: daemon) : nil
         if options.dryRun {
+            await merging?.store.close()
             var accounts = 0
             while let batch = try await Self.reading({ () throws(ExportFileError) in try reader.nextAccounts() }) {
                 accounts += batch.count
+                for account in batch { _ = merging?.merge.admit(account.record) }
             }
-            try await target.checkEmpty(daemon: daemon)
-            say(accounts: accounts, extras: extras, into: nil, seconds: nil)
+            if merging == nil { try await target.checkEmpty(daemon: daemon) }
+            say(accounts: accounts, extras: extras, into: nil, seconds: nil, merge: merging?.merge)
             return
         }
         let started = ContinuousClock.now
         let input = StoreEndpoint.InputFailure()
         let imported = Mutex(0)
-        try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input) { writer throws(StoreError) in
+        let produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void = { writer throws(StoreError) in
             while true {
                 let batch: [PortableAccount]?
                 do throws(ExportFileError) {
@@ -76,8 +82,13 @@ public struct StoreImport: Sendable {
                 imported.withLock { $0 += batch.count }
             }
         }
+        if let merging {
+            try await target.mergeRegistry(merging, sourceExtras: extras, daemon: daemon, logger: logger, input: input, produce)
+        } else {
+            try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, produce)
+        }
         say(accounts: imported.withLock { $0 }, extras: extras, into: target,
-            seconds: (ContinuousClock.now - started).seconds)
+            seconds: (ContinuousClock.now - started).seconds, merge: merging?.merge)
     }
 
     /// `body` (the file's blocking reads) off the cooperative pool, its refusal as one line.
@@ -97,8 +108,8 @@ public struct StoreImport: Sendable {
         }
     }
 
-    private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?) {
-        let output: String
+    private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?, merge: RegistryMerge?) {
+        var output: String
         if options.json {
             var object: [String: JSONValue] = [
                 "from": .string(options.from), "dryRun": .bool(target == nil), "accounts": .number(Double(accounts)),
@@ -106,6 +117,7 @@ public struct StoreImport: Sendable {
             ]
             object["to"] = target.map { .string($0.location) }
             object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
+            object["merge"] = merge?.json
             output = String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
         } else {
             let what = "\(accounts) account\(accounts == 1 ? "" : "s"), \(extras.clientKeys.count) OAuth client key(s), "
@@ -113,8 +125,9 @@ public struct StoreImport: Sendable {
             output = target.map { "Imported \(what) from \(options.from) into \($0.location)"
                 + (seconds.map { String(format: " in %.1f s", $0) } ?? "") + ".\n  A refresh token in an older export may be "
                 + "spent: an account whose session ended since needs a login (bskyctl status shows it)." }
-                ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key, and the store is empty; "
-                    + "nothing was written."
+                ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key, and the store "
+                    + (merge == nil ? "is empty" : "takes them") + "; nothing was written."
+            if let merge { output += "\n" + merge.summary }
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
