@@ -86,8 +86,16 @@ package enum PrivateFiles {
         let temporaryPath = try written.get()
         defer { unlink(temporaryPath) }
         guard rename(temporaryPath, path) == 0 else { throw PrivateFileError(reason: "replacing \(path): \(errnoDescription())") }
-        let directory = (path as NSString).deletingLastPathComponent
-        syncDirectory(directory.isEmpty ? "." : directory)
+        syncDirectory(directory(of: path))
+    }
+
+    /// The directory a path names a file in: what comes before its last "/", "/" for a file
+    /// at the root, "." for a bare name. (Foundation's `deletingLastPathComponent` traps on a
+    /// one-character name, a blind attack found: `store export --to e`.)
+    package static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let head = path[..<slash]
+        return head.isEmpty ? "/" : String(head)
     }
 
     /// Flushes a directory entry (after creating or linking a file in it).

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The daemon's private state directory: `$XDG_STATE_HOME/blueskyd`
 /// (fallback `~/.local/state/blueskyd`) or an explicit path. Holds the account
@@ -55,6 +58,18 @@ public struct StateDirectory: Sendable, Equatable {
     /// - Throws: `StoreError.alreadyRunning` when another process (or another
     ///   open of the file in this process) holds it.
     public func acquireInstanceLock() throws -> InstanceLock {
-        try InstanceLock(path: lockFile.path, directory: url.path)
+        let lock = try InstanceLock(path: lockFile.path, directory: url.path)
+        removeAbandonedKeyFiles()
+        return lock
+    }
+
+    /// Removes what a process killed while writing a key left (`store.key.new-…`,
+    /// `store.key.next.new-…`: a key or part of one, private, never published). Only the holder
+    /// of the instance lock writes keys here.
+    private func removeAbandonedKeyFiles() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
+        for name in names where name.hasPrefix("store.key.new-") || name.hasPrefix("store.key.next.new-") {
+            unlink(url.appendingPathComponent(name).path)
+        }
     }
 }

@@ -44,6 +44,9 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
     case database(context: String, reason: String)
     /// A copy's target already holds accounts (or client keys) of the tenant: nothing written.
     case targetNotEmpty(location: String, accounts: Int)
+    /// Hosts of the tenant are alive (by their lease owner names): a pass that replaces the
+    /// tenant's rows (`store rekey`, a merge) writes nothing.
+    case hostsAlive([String])
 
     /// What an account whose row was rewritten outside blueskyd shows as its state's reason.
     public static let recordAlteredReason = "the account's record was changed outside blueskyd; log in again"
@@ -100,6 +103,8 @@ public enum StoreError: Error, CustomStringConvertible, Sendable, Equatable {
             return "cannot reach the account database \(location): \(reason)"
         case .database(let context, let reason):
             return "account database error while \(context): \(reason)"
+        case .hostsAlive(let hosts):
+            return "hosts of the tenant are running: \(hosts.joined(separator: ", ")); stop them first"
         case .targetNotEmpty(let location, let accounts):
             return "\(location) already holds \(accounts) account\(accounts == 1 ? "" : "s") of this tenant "
                 + "(or OAuth client keys): a copy goes into an empty store only, unless --merge (each account then keeps its newer session)"

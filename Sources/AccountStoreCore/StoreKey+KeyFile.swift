@@ -70,8 +70,8 @@ extension StoreKey {
     /// cannot end up with different keys.
     /// - Returns: false when another process created the key file first.
     static func createKeyFile(_ path: String, key: SymmetricKey = SymmetricKey(size: .bits256)) throws -> Bool {
-        let directory = (path as NSString).deletingLastPathComponent
-        if !directory.isEmpty && !FileManager.default.fileExists(atPath: directory) {
+        let directory = PrivateFiles.directory(of: path)
+        if !FileManager.default.fileExists(atPath: directory) {
             try PrivateFiles.ensureDirectory(directory)
         }
         let temporaryPath: String
@@ -85,7 +85,7 @@ extension StoreKey {
             if errno == EEXIST { return false }
             throw StoreError.keyUnavailable(path: path, reason: "publishing a new key: \(errnoDescription())")
         }
-        PrivateFiles.syncDirectory(directory.isEmpty ? "." : directory)
+        PrivateFiles.syncDirectory(directory)
         return true
     }
 

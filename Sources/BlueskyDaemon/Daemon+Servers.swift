@@ -60,7 +60,7 @@ extension Daemon {
     /// allows what the daemon's user may do, and is replaced at every start.
     func writeGatewayTokenFile(tokens: GatewayTokens) throws(DaemonStartupError) -> String? {
         guard configuration.gatewayListen != nil else { return nil }
-        let directory = (configuration.socketPath as NSString).deletingLastPathComponent
+        let directory = PrivateFiles.directory(of: configuration.socketPath)
         let path = (directory as NSString).appendingPathComponent("gateway.token")
         do {
             // The sockets' directory (0700), which the servers would make a moment later.

@@ -2,6 +2,7 @@ import AccountStoreCore
 import Crypto
 import Foundation
 import Logging
+import PostgresStore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,33 +20,52 @@ import Glibc
 extension Daemon {
     /// Loads the key and opens the store with it, checked (`verifyKey`), after settling an
     /// interrupted rekey. Returns the store, the key that opens it and that key's file.
-    func openCheckedStore(stateDirectory: StateDirectory) async throws(DaemonStartupError)
+    /// - Parameter asHost: this start is a host's (it says so to the other hosts of a shared
+    ///   store as it checks the key; a store command does not).
+    func openCheckedStore(stateDirectory: StateDirectory, asHost: Bool = false) async throws(DaemonStartupError)
         -> (store: any AccountStore, key: SymmetricKey, keyFile: URL) {
         let keyFile = stateDirectory.keyFile
-        let key = try startup(StoreKey.load(keyFile: keyFile))
-        let fromFile = StoreKey.source(keyFile: keyFile) == keyFile.path
-        let nextFile = stateDirectory.nextKeyFile
-        let next: SymmetricKey?
+        let key: SymmetricKey
         do {
-            next = fromFile ? try StoreKey.existing(keyFile: nextFile) : nil
+            key = try StoreKey.load(keyFile: keyFile)
         } catch {
+            // A key file that cannot be used (its mode, its size) is a configuration error, as
+            // the store commands say it.
             throw DaemonStartupError(String(describing: error), exitCode: .configuration)
         }
+        let fromFile = StoreKey.source(keyFile: keyFile) == keyFile.path
+        let nextFile = stateDirectory.nextKeyFile
         let wrongKey: DaemonStartupError
-        switch await openCheckingKey(stateDirectory: stateDirectory, key: key, keyFile: keyFile) {
+        switch await openCheckingKey(stateDirectory: stateDirectory, key: key, keyFile: keyFile, asHost: asHost) {
         case .success(let store):
-            if next != nil {
-                unlink(nextFile.path)
-                PrivateFiles.syncDirectory(stateDirectory.url.path)
-                logger.notice("a store rekey stopped before it resealed the store: it is still sealed with store.key; removed store.key.next",
-                              metadata: ["storeKey": "\(StoreKey.keyFingerprint(key))"])
+            // Whatever is left in store.key.next (a key, a part of one) opens nothing here.
+            if fromFile, (try? FileManager.default.attributesOfItem(atPath: nextFile.path)) != nil {
+                if unlink(nextFile.path) == 0 {
+                    PrivateFiles.syncDirectory(stateDirectory.url.path)
+                    logger.notice("a store rekey stopped before it resealed the store: it is still sealed with store.key; removed store.key.next",
+                                  metadata: ["storeKey": "\(StoreKey.keyFingerprint(key))"])
+                } else {
+                    logger.warning("store.key.next, left by a store rekey, opens nothing and cannot be removed",
+                                   metadata: ["path": "\(nextFile.path)", "error": "\(String(cString: strerror(errno)))"])
+                }
             }
             return (store, key, keyFile)
         case .failure(let error):
-            guard error.isWrongKey, next != nil else { throw error }
             wrongKey = error
         }
-        guard let next, case .success(let store) = await openCheckingKey(stateDirectory: stateDirectory, key: next, keyFile: nextFile) else {
+        guard wrongKey.isWrongKey, fromFile, FileManager.default.fileExists(atPath: nextFile.path) else { throw wrongKey }
+        let next: SymmetricKey
+        do {
+            guard let found = try StoreKey.existing(keyFile: nextFile) else { throw wrongKey }
+            next = found
+        } catch let error as DaemonStartupError {
+            throw error
+        } catch {
+            throw DaemonStartupError("\(wrongKey.description); and the new key a store rekey left in \(nextFile.path) cannot be "
+                                     + "read: \(error)", exitCode: .configuration)
+        }
+        guard case .success(let store) = await openCheckingKey(stateDirectory: stateDirectory, key: next, keyFile: nextFile,
+                                                               asHost: asHost) else {
             throw wrongKey
         }
         guard rename(nextFile.path, keyFile.path) == 0 else {
@@ -61,7 +81,7 @@ extension Daemon {
     }
 
     /// `openStore` and `checkStoreKey`.
-    private func openCheckingKey(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL) async
+    private func openCheckingKey(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL, asHost: Bool) async
         -> Result<any AccountStore, DaemonStartupError> {
         let store: any AccountStore
         do {
@@ -70,7 +90,7 @@ extension Daemon {
             return .failure(error)
         }
         do {
-            try await checkStoreKey(store, keyFile: keyFile)
+            try await checkStoreKey(store, keyFile: keyFile, asHost: asHost)
         } catch {
             await store.close()
             return .failure(error)
@@ -80,9 +100,13 @@ extension Daemon {
 
     /// A key that does not open the store's secrets (a replaced `store.key`) would fail every
     /// refresh later; say so now, naming the key file, as a configuration error.
-    func checkStoreKey(_ store: any AccountStore, keyFile: URL) async throws(DaemonStartupError) {
+    func checkStoreKey(_ store: any AccountStore, keyFile: URL, asHost: Bool = false) async throws(DaemonStartupError) {
         do {
-            try await store.verifyKey()
+            if asHost, let shared = store as? PostgresAccountStore {
+                try await shared.verifyKeyAsHost()
+            } else {
+                try await store.verifyKey()
+            }
         } catch .secretDoesNotOpen, .clientKeyDoesNotOpen {
             throw Self.wrongStoreKey(keyFile: keyFile, location: store.location)
         } catch {

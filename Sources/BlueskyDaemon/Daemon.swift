@@ -45,7 +45,7 @@ public struct Daemon: Sendable {
             throw DaemonStartupError(String(describing: error))
         }
         defer { withExtendedLifetime(lock) {} }
-        let (store, key, _) = try await openCheckedStore(stateDirectory: stateDirectory)
+        let (store, key, _) = try await openCheckedStore(stateDirectory: stateDirectory, asHost: true)
         let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
         // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
         // the hot path, through the lean keep-alive client on the caller's event loop.
@@ -125,7 +125,7 @@ public struct Daemon: Sendable {
                           handler: routes, logger: logger)
         }
         let metricsServers = metricsServers(metrics, environment: environment, gatewayConfiguration: gatewayConfiguration)
-        let execSockets = ExecSockets(socketDirectory: (listener.path as NSString).deletingLastPathComponent, routes: routes,
+        let execSockets = ExecSockets(socketDirectory: PrivateFiles.directory(of: listener.path), routes: routes,
                                       configuration: gatewayConfiguration, logger: logger)
         let methods = DaemonMethods(
             accounts: accounts,

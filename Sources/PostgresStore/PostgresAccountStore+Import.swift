@@ -24,6 +24,12 @@ extension PostgresAccountStore {
             // The tenant's turn (as a default change takes it), then a look at what it holds.
             try await lockDefault(session)
             if replacing {
+                // No host of the tenant may be alive: one that starts waits for this lock
+                // (`verifyKeyAsHost`), one that started before it said so.
+                let hosts = try await session.run("""
+                    SELECT owner FROM blueskyd_host WHERE tenant = \(tenant) AND alive_until > \(unescaped: Self.databaseNow) ORDER BY owner
+                    """).map { try $0.decode(String.self) }
+                guard hosts.isEmpty else { throw StoreError.hostsAlive(hosts) }
                 // Nonces go with their accounts (ON DELETE CASCADE).
                 try await session.run("DELETE FROM account WHERE tenant = \(tenant)")
                 try await session.run("DELETE FROM oauth_client_key WHERE tenant = \(tenant)")

@@ -78,6 +78,33 @@ extension PostgresAccountStore {
         _ = try await clientKeys()
     }
 
+    /// `verifyKey` for a host that starts, in one transaction under the tenant's lock (shared),
+    /// which also says this host is alive. A `store rekey` holds that lock for its whole pass
+    /// and refuses while a host of the tenant is alive: a host that starts meanwhile waits for
+    /// the pass to end and then finds the rows under the new key (and stops), or is found alive
+    /// by the pass, which then writes nothing (a blind attack started a host between the pass's
+    /// first check and its commit, and it ran on the old key).
+    public func verifyKeyAsHost() async throws(StoreError) {
+        let (tenant, me, aliveFor, sealer) = (settings.tenant, leaseOwner, aliveFor, sealer)
+        let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account WHERE tenant = $1 "
+                                    + "ORDER BY created_at, id LIMIT \(StoreKeyCheck.sampleSize)", binds: Self.binds(tenant))
+        try await write("checking the store key") { session in
+            try await session.run("INSERT INTO blueskyd_tenant_lock (tenant) VALUES (\(tenant)) ON CONFLICT DO NOTHING")
+            try await session.run("SELECT 1 FROM blueskyd_tenant_lock WHERE tenant = \(tenant) FOR SHARE")
+            let samples = try await session.run(query).map { row in
+                let (parsed, seal, blob) = try Self.sealedParts(row)
+                return StoreKeyCheck.Sample(id: parsed.record.id, row: parsed, seal: seal, blob: blob)
+            }
+            try StoreKeyCheck(sealer: sealer, tenant: tenant).verify(samples)
+            try await session.run("""
+                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(unescaped: Self.databaseNow) + \(aliveFor))
+                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                WHERE blueskyd_host.alive_until >= 0
+                """)
+        }
+        _ = try await clientKeys()
+    }
+
     /// The lease on an account's refresh as stored, for diagnostics and tests.
     public func refreshLease(id: UUID) async throws(StoreError) -> (owner: String, until: Date)? {
         let tenant = settings.tenant

@@ -23,9 +23,12 @@ extension SQLiteAccountStore {
     /// - Parameter replacing: the store of `directory` itself, open, which `produce` reads
     ///   (`store rekey`): once the copy is built, its log is folded in and it is closed, and the
     ///   copy moved over it. Otherwise the store there must hold nothing.
+    /// - Parameter beforeMove: the last step before the copy is moved in (the key it opens
+    ///   with put beside it: as late as can be, so that a kill leaves the directory as it was).
     /// - Throws: `.targetNotEmpty` when the store there holds accounts or client keys (not replacing).
     public static func importRegistry(into directory: URL, key: SymmetricKey, logger: Logger, extras: RegistryExtras,
                                       replacing: SQLiteAccountStore? = nil,
+                                      beforeMove: () throws(StoreError) -> Void = {},
                                       _ produce: @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
         async throws(StoreError) -> String {
         let target = directory.appendingPathComponent(databaseFileName).path
@@ -68,6 +71,7 @@ extension SQLiteAccountStore {
                 await replacing.close()
                 try removeEmptyLog(of: target)
             }
+            try beforeMove()
             guard rename(built, target) == 0 else {
                 throw StoreError.database(context: "copying into \(target)", reason: "rename: \(String(cString: strerror(errno)))")
             }

@@ -77,8 +77,7 @@ public final class ExportFileWriter: Sendable {
         }
         closeFile()
         try publish()
-        let directory = (destination as NSString).deletingLastPathComponent
-        PrivateFiles.syncDirectory(directory.isEmpty ? "." : directory)
+        PrivateFiles.syncDirectory(PrivateFiles.directory(of: destination))
         return destination
     }
 

@@ -1,3 +1,4 @@
+import AccountStoreCore
 import Foundation
 import JSONRPC
 import Logging
@@ -91,7 +92,7 @@ public struct DaemonConfiguration: Sendable, Equatable {
     /// `setting` as given ("" meaning off), or `name` in the JSON-RPC socket's directory.
     private func besideSocket(_ setting: String?, name: String) -> String? {
         if let setting { return setting.isEmpty ? nil : setting }
-        let directory = (socketPath as NSString).deletingLastPathComponent
+        let directory = PrivateFiles.directory(of: socketPath)
         return (directory.isEmpty ? "." : directory) + "/" + name
     }
 

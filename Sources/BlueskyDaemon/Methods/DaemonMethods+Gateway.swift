@@ -1,3 +1,4 @@
+import AccountStoreCore
 import ATPermissions
 import Foundation
 import JSONRPC
@@ -47,7 +48,7 @@ extension DaemonMethods {
             // What `bskyctl exec --sandbox` hides from the program: every directory holding a
             // main socket, the token file, the store or its key.
             let hidden = Set(([info.socketPath, info.gatewaySocketPath, info.metricsSocketPath].compactMap { $0 } + info.clientSocketPaths).map {
-                ($0 as NSString).deletingLastPathComponent
+                PrivateFiles.directory(of: $0)
             } + [info.stateDirectory]).sorted()
             return [
                 "token": .string(token),

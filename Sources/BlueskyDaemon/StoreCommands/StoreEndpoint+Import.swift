@@ -30,10 +30,16 @@ extension StoreEndpoint {
         do {
             switch place {
             case .sqlite(let directory):
-                let installed = replacing == nil ? try installKey(in: directory) : false
+                // Checked first (a state directory holding another key is refused before any
+                // work), and put in place just before the store is moved in.
+                if replacing == nil { try checkKey(in: directory) }
+                var installed = false
                 do {
-                    _ = try await SQLiteAccountStore.importRegistry(into: directory.url, key: key, logger: logger, extras: extras,
-                                                                    replacing: replacing as? SQLiteAccountStore, produce)
+                    _ = try await SQLiteAccountStore.importRegistry(
+                        into: directory.url, key: key, logger: logger, extras: extras, replacing: replacing as? SQLiteAccountStore,
+                        beforeMove: { () throws(StoreError) in
+                            if replacing == nil { installed = try installKey(in: directory) }
+                        }, produce)
                 } catch {
                     if installed { unlink(directory.keyFile.path) }
                     throw error
@@ -60,24 +66,38 @@ extension StoreEndpoint {
         }
     }
 
+    /// Refuses a state directory whose key is another than this one (the store would not open
+    /// with it).
+    private func checkKey(in directory: StateDirectory) throws(DaemonStartupError) {
+        let existing: SymmetricKey?
+        do {
+            existing = try StoreKey.existing(keyFile: directory.keyFile)
+        } catch {
+            throw DaemonStartupError(String(describing: error), exitCode: .configuration)
+        }
+        if let existing, existing != key {
+            throw DaemonStartupError(
+                "\(directory.keyFile.path) holds another key (\(StoreKey.keyFingerprint(existing))) than the one the "
+                    + "store would be sealed with (\(StoreKey.keyFingerprint(key))): the daemon could not open it; "
+                    + "leave out --to-key-file, or remove that key if it seals nothing", exitCode: .configuration)
+        }
+    }
+
     /// The key beside a state directory's store: installed when there is none (true), kept when
-    /// it is this one, refused when it is another (the store would not open with it).
-    private func installKey(in directory: StateDirectory) throws(DaemonStartupError) -> Bool {
+    /// it is this one, refused when it is another.
+    private func installKey(in directory: StateDirectory) throws(StoreError) -> Bool {
         do {
             if let existing = try StoreKey.existing(keyFile: directory.keyFile) {
                 guard existing == key else {
-                    throw DaemonStartupError(
-                        "\(directory.keyFile.path) holds another key (\(StoreKey.keyFingerprint(existing))) than the one the "
-                            + "store would be sealed with (\(StoreKey.keyFingerprint(key))): the daemon could not open it; "
-                            + "leave out --to-key-file, or remove that key if it seals nothing", exitCode: .configuration)
+                    throw StoreError.keyInvalid(path: directory.keyFile.path, reason: "another key appeared during the copy")
                 }
                 return false
             }
             return try StoreKey.install(key, keyFile: directory.keyFile)
-        } catch let error as DaemonStartupError {
+        } catch let error as StoreError {
             throw error
         } catch {
-            throw DaemonStartupError(String(describing: error), exitCode: .configuration)
+            throw StoreError.keyUnavailable(path: directory.keyFile.path, reason: "\(error)")
         }
     }
 
@@ -101,6 +121,8 @@ extension StoreEndpoint {
         switch error {
         case .targetNotEmpty:
             DaemonStartupError("\(error); nothing was written", exitCode: .cannotCreate)
+        case .hostsAlive:
+            DaemonStartupError("\(location): \(error); nothing was written", exitCode: .alreadyRunning)
         case .unreachable:
             DaemonStartupError("cannot reach \(location): \(error); nothing was written, unless the connection was lost "
                                + "as it committed: run the same command again (exit 73 then says it is in place)", exitCode: .unavailable)

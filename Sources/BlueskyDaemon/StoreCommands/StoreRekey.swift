@@ -115,8 +115,11 @@ public struct StoreRekey: Sendable {
     /// The new key beside the old, durable before any row is sealed under it.
     private func installNextKey(_ pass: Pass) throws(DaemonStartupError) {
         let file = pass.stateDirectory.nextKeyFile
+        guard unlink(file.path) == 0 || errno == ENOENT else {
+            throw DaemonStartupError("cannot remove \(file.path), left by an earlier rekey: \(String(cString: strerror(errno))); "
+                                     + "remove it (the store opens with store.key); nothing was resealed", exitCode: .cannotCreate)
+        }
         do {
-            unlink(file.path)
             guard try StoreKey.install(pass.target.key, keyFile: file) else {
                 throw DaemonStartupError("\(file.path) appeared while the rekey wrote it: is another rekey running?",
                                          exitCode: .alreadyRunning)
