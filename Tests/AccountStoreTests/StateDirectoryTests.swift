@@ -1,4 +1,4 @@
-import AccountStoreCore
+@testable import AccountStoreCore
 import Foundation
 import Testing
 
@@ -55,6 +55,30 @@ struct StateDirectoryTests {
 
         lock.release()
         #expect(try Self.flockNonBlocking(state.lockFile.path) == 0)
+    }
+
+    @Test("the directory a file is in, for any name: a bare one-character name traps Foundation (store export --to e did)")
+    func directoryOfAPath() {
+        #expect(PrivateFiles.directory(of: "e") == ".")
+        #expect(PrivateFiles.directory(of: "export") == ".")
+        #expect(PrivateFiles.directory(of: "/e") == "/")
+        #expect(PrivateFiles.directory(of: "./e") == ".")
+        #expect(PrivateFiles.directory(of: "a/b") == "a")
+        #expect(PrivateFiles.directory(of: "/var/lib/x/store.key") == "/var/lib/x")
+    }
+
+    @Test("taking the lock removes the key temporaries a killed process left, and nothing else")
+    func abandonedKeyFiles() throws {
+        let parent = try TemporaryDirectory()
+        let state = try StateDirectory(path: parent.appending("blueskyd"))
+        for name in ["store.key.new-1-2", "store.key.next.new-3-4", "store.key", "store.key.next", "accounts.sqlite"] {
+            #expect(FileManager.default.createFile(atPath: state.url.appendingPathComponent(name).path, contents: Data([1]),
+                                                   attributes: [.posixPermissions: 0o600]))
+        }
+        let lock = try state.acquireInstanceLock()
+        defer { lock.release() }
+        let left = try FileManager.default.contentsOfDirectory(atPath: state.url.path).filter { $0 != "blueskyd.lock" }.sorted()
+        #expect(left == ["accounts.sqlite", "store.key", "store.key.next"])
     }
 
     /// Runs `flock -n <path> true` (util-linux) and returns its exit status.
