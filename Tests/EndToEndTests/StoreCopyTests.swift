@@ -15,39 +15,20 @@ struct StoreCopyTests {
         writes nothing, a second copy into the tenant is refused (73), and so is a copy from a tenant a host is running (75)
         """, .timeLimit(.minutes(5)))
     func roundTrip() async throws {
-        try HermeticNetwork.require()
-        let directory = try TemporaryDirectory("blueskyd-copy")
-        let database = try await offThePool { try PostgresServer.start() }
-        let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed"))
-        var daemons: [DaemonProcess] = []
-        try await withTearDown {
-            for daemon in daemons { await daemon.stop() }
-            try? await testbed.shutdown()
-            database.destroy()
-            directory.remove()
-        } run: {
+        try await StoreMoveFixture.with("blueskyd-copy", postgres: true) { fixture in
+            let (directory, testbed) = (fixture.directory, fixture.testbed)
+            let database = try #require(fixture.database)
             // One machine's own store: an OAuth account (seeded as a login would have left it)
             // and an app-password account added through the daemon.
             let keyHex = SharedStoreHosts.randomKeyHex()
             let first = directory.path + "/first"
             try SharedStoreHosts.provisionKey(keyHex, stateDirectory: first + "/state")
-            let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth0"], accessExpiresAt: Date().addingTimeInterval(3600))
-            try await SeededLocalStore.write(stateDirectory: first + "/state", count: 1) { _ in
-                SeededOAuthAccounts.account(minted[0].session, key: minted[0].key, isDefault: true, issuer: testbed.oauthIssuer,
-                                            pdsURL: testbed.pdsURL, issuedAt: Date())
-            }
-            let empty = directory.path + "/empty.toml"
-            try "".write(toFile: empty, atomically: true, encoding: .utf8)
-            let local = try await DaemonProcess(directory: first, testbed: testbed, extraArguments: ["--config", empty])
-            daemons.append(local)
-            var spec = AccountSpec(name: "app0")
-            spec.publishWellKnown = true
-            let app = await testbed.createAccount(spec)
-            _ = try await local.call("accounts.add", ["identifier": .string(app.did), "password": .string(app.appPassword)])
-            let dids = [minted[0].session.did, app.did]
+            let oauth = try await fixture.seedOAuthAccount("oauth0", into: first + "/state")
+            let empty = fixture.emptyConfig
+            let local = try await fixture.start(first)
+            let dids = [oauth, try await fixture.addAppPasswordAccount("app0", to: local)]
             for did in dids { try await Self.expectWorks(local, did) }
             await local.stop()
-            daemons.removeAll()
 
             // The tenant's database, as README's "Several hosts" sets it up.
             // The owner makes the schema; the tenant's role may not.
@@ -74,8 +55,7 @@ struct StoreCopyTests {
             #expect(again.status == 73 && again.stderr.contains("already holds 2 accounts"), "\(again.stderr)")
 
             // A host on the tenant: both accounts work at once, and rotate (no token replayed).
-            let host = try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: keyHex, config: config, testbed: testbed)
-            daemons.append(host)
+            let host = fixture.keep(try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: keyHex, config: config, testbed: testbed))
             for did in dids { try await Self.expectWorks(host, did) }
             // On the host, as its user runs it: its configuration and state directory (its key).
             let fromTenant = ["store", "copy", "--config", config, "--state-directory", directory.path + "/host0/state"]
@@ -83,14 +63,12 @@ struct StoreCopyTests {
             #expect(busy.status == 75 && busy.stderr.contains("hosts of the tenant are running"), "\(busy.stderr)")
             #expect(!FileManager.default.fileExists(atPath: directory.path + "/busy/state/accounts.sqlite"))
             await host.stop()
-            daemons.removeAll()
 
             // And back to a new machine's state directory (no key there yet: the source's goes with it).
             let back = try await CommandResult.run(Binaries.path("blueskyd"), fromTenant + ["--to", directory.path + "/second/state"])
             #expect(back.status == 0, "\(back.stderr)")
             #expect(back.stdout.contains("Copied 2 accounts"), "\(back.stdout)")
-            let second = try await DaemonProcess(directory: directory.path + "/second", testbed: testbed, extraArguments: ["--config", empty])
-            daemons.append(second)
+            let second = try await fixture.start(directory.path + "/second")
             for did in dids { try await Self.expectWorks(second, did) }
             #expect(try await second.call("accounts.list")["accounts"]?.arrayValue?.contains { $0["isDefault"] == true } == true,
                     "the default went with it")
@@ -159,36 +137,18 @@ struct StoreCopyTests {
         login; a damaged export, one sealed with another key and a file that is not one are refused with nothing written
         """, .timeLimit(.minutes(4)))
     func exportDeleteImport() async throws {
-        try HermeticNetwork.require()
-        let directory = try TemporaryDirectory("blueskyd-export")
-        let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed"))
-        var daemons: [DaemonProcess] = []
-        try await withTearDown {
-            for daemon in daemons { await daemon.stop() }
-            try? await testbed.shutdown()
-            directory.remove()
-        } run: {
+        try await StoreMoveFixture.with("blueskyd-export") { fixture in
+            let (directory, testbed) = (fixture.directory, fixture.testbed)
             let machine = directory.path + "/machine"
-            let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth1"], accessExpiresAt: Date().addingTimeInterval(3600))
-            try await SeededLocalStore.write(stateDirectory: machine + "/state", count: 1) { _ in
-                SeededOAuthAccounts.account(minted[0].session, key: minted[0].key, isDefault: true, issuer: testbed.oauthIssuer,
-                                            pdsURL: testbed.pdsURL, issuedAt: Date())
-            }
-            let empty = directory.path + "/empty.toml"
-            try "".write(toFile: empty, atomically: true, encoding: .utf8)
+            let oauth = try await fixture.seedOAuthAccount("oauth1", into: machine + "/state")
+            let empty = fixture.emptyConfig
             let store = ["--config", empty, "--state-directory", machine + "/state"]
-            var daemon = try await DaemonProcess(directory: machine, testbed: testbed, extraArguments: ["--config", empty])
-            daemons = [daemon]
-            var spec = AccountSpec(name: "app1")
-            spec.publishWellKnown = true
-            let app = await testbed.createAccount(spec)
-            _ = try await daemon.call("accounts.add", ["identifier": .string(app.did), "password": .string(app.appPassword)])
-            let dids = [minted[0].session.did, app.did]
+            var daemon = try await fixture.start(machine)
+            let dids = [oauth, try await fixture.addAppPasswordAccount("app1", to: daemon)]
             for did in dids { try await Self.expectWorks(daemon, did) }
             let running = try await CommandResult.run(Binaries.path("blueskyd"), ["store", "export"] + store + ["--to", directory.path + "/x"])
             #expect(running.status == 75, "the daemon holds the store: \(running.stderr)")
             await daemon.stop()
-            daemons = []
 
             let file = directory.path + "/registry.export"
             let exported = try await CommandResult.run(Binaries.path("blueskyd"), ["store", "export"] + store + ["--to", file, "--json"])
@@ -222,8 +182,7 @@ struct StoreCopyTests {
             #expect(imported.status == 0 && imported.json?["accounts"]?.intValue == 2, "\(imported.stdout) \(imported.stderr)")
             let twice = try await CommandResult.run(Binaries.path("blueskyd"), into + ["--from", file, "--dry-run"])
             #expect(twice.status == 73 && twice.stderr.contains("already holds 2 accounts"), "\(twice.stderr)")
-            daemon = try await DaemonProcess(directory: fresh, testbed: testbed, extraArguments: ["--config", empty])
-            daemons = [daemon]
+            daemon = try await fixture.start(fresh)
             for did in dids { try await Self.expectWorks(daemon, did) }
         }
     }
