@@ -21,3 +21,22 @@ enum StoreCommand {
         }
     }
 }
+
+/// One `blueskyd store` command: made from the configuration, its options and the logger, then
+/// run once by `StoreCommand.run`.
+protocol StoreSubcommand: Sendable {
+    associatedtype Options: Sendable
+    /// The word after `blueskyd store`, for messages.
+    static var name: String { get }
+    init(configuration: DaemonConfiguration, options: Options, logger: Logger)
+    func run() async throws(DaemonStartupError)
+}
+
+extension StoreSubcommand {
+    /// Makes the command and runs it; returns its exit status (sysexits).
+    static func runOnce(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
+        await StoreCommand.run(name, overrides) { configuration, logger throws(DaemonStartupError) in
+            try await Self(configuration: configuration, options: options, logger: logger).run()
+        }
+    }
+}

@@ -16,7 +16,7 @@ import Synchronization
 /// before anything is written (sealing it under the target's key would bless it). The source is
 /// held still (its instance lock, or no live host of its tenant); the target must be empty and
 /// gets the copy whole or not at all (one transaction, or a file moved in place).
-public struct StoreCopy: Sendable {
+public struct StoreCopy: StoreSubcommand {
     public struct Options: Sendable {
         /// A state directory or a PostgreSQL URL; nil: the configured store.
         public var from: String?
@@ -38,10 +38,11 @@ public struct StoreCopy: Sendable {
     let options: Options
     let logger: Logger
 
+    static let name = "copy"
+
+    /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        await StoreCommand.run("copy", overrides) { configuration, logger throws(DaemonStartupError) in
-            try await StoreCopy(configuration: configuration, options: options, logger: logger).run()
-        }
+        await runOnce(overrides, options: options)
     }
 
     func run() async throws(DaemonStartupError) {

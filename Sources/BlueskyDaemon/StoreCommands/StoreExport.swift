@@ -7,7 +7,7 @@ import Logging
 /// `blueskyd store export`: the whole registry in one file sealed under the store key (a
 /// backup, or a registry to carry to another machine), written a page of accounts at a time
 /// and in place only once complete (`ExportFile`).
-public struct StoreExport: Sendable {
+public struct StoreExport: StoreSubcommand {
     /// The export format this blueskyd writes and reads.
     public static let formatVersion = Int(ExportFile.formatVersion)
 
@@ -22,10 +22,11 @@ public struct StoreExport: Sendable {
     let options: Options
     let logger: Logger
 
+    static let name = "export"
+
+    /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        await StoreCommand.run("export", overrides) { configuration, logger throws(DaemonStartupError) in
-            try await StoreExport(configuration: configuration, options: options, logger: logger).run()
-        }
+        await runOnce(overrides, options: options)
     }
 
     func run() async throws(DaemonStartupError) {

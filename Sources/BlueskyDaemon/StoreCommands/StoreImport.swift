@@ -12,7 +12,7 @@ import Synchronization
 /// file damaged anywhere, cut short, of a later format or sealed with another key is refused,
 /// and the store is left as it was. The store must hold no account, unless `--merge` (each
 /// account then keeps its newer session: a refresh token in an older export may be spent).
-public struct StoreImport: Sendable {
+public struct StoreImport: StoreSubcommand {
     public struct Options: Sendable {
         public var from = ""
         /// The key the export was sealed with; default the store's own.
@@ -28,10 +28,11 @@ public struct StoreImport: Sendable {
     let options: Options
     let logger: Logger
 
+    static let name = "import"
+
+    /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        await StoreCommand.run("import", overrides) { configuration, logger throws(DaemonStartupError) in
-            try await StoreImport(configuration: configuration, options: options, logger: logger).run()
-        }
+        await runOnce(overrides, options: options)
     }
 
     func run() async throws(DaemonStartupError) {

@@ -17,7 +17,7 @@ import Glibc
 /// over it last; a kill in between is settled by the next start or rekey, whichever key then
 /// opens the store (`Daemon.openCheckedStore`). The store is held still, as for a copy: the
 /// instance lock, or no live host of the tenant.
-public struct StoreRekey: Sendable {
+public struct StoreRekey: StoreSubcommand {
     public struct Options: Sendable {
         /// The new key (32 raw bytes, 64 hex characters or base64), which must exist.
         public var newKeyFile = ""
@@ -30,10 +30,11 @@ public struct StoreRekey: Sendable {
     let options: Options
     let logger: Logger
 
+    static let name = "rekey"
+
+    /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        await StoreCommand.run("rekey", overrides) { configuration, logger throws(DaemonStartupError) in
-            try await StoreRekey(configuration: configuration, options: options, logger: logger).run()
-        }
+        await runOnce(overrides, options: options)
     }
 
     func run() async throws(DaemonStartupError) {

@@ -7,7 +7,7 @@ import Logging
 /// `blueskyd store reseal`: shows the rows whose metadata seal does not hold and, on the
 /// operator's word, seals those that may be sealed (written before blueskyd sealed rows, their
 /// secrets opening under the key). No start seals anything (docs/SECURITY.md, "Rows").
-public struct StoreReseal: Sendable {
+public struct StoreReseal: StoreSubcommand {
     public struct Options: Sendable {
         /// Seal every row that may be sealed.
         public var all = false
@@ -24,10 +24,11 @@ public struct StoreReseal: Sendable {
     let logger: Logger
 
     /// Runs the command; returns its exit status (sysexits).
+    static let name = "reseal"
+
+    /// Runs the command; returns its exit status (sysexits).
     public static func run(_ overrides: DaemonOverrides, options: Options) async -> Int32 {
-        await StoreCommand.run("reseal", overrides) { configuration, logger throws(DaemonStartupError) in
-            try await StoreReseal(configuration: configuration, options: options, logger: logger).run()
-        }
+        await runOnce(overrides, options: options)
     }
 
     func run() async throws(DaemonStartupError) {
