@@ -39,6 +39,8 @@ public enum StatusSummary {
         var lines = [running]
         if let socket = info["socket"]?.stringValue { lines.append("socket:        \(socket)") }
         if let directory = info["stateDirectory"]?.stringValue { lines.append("state:         \(directory)") }
+        // After `blueskyd store rekey`, which key this host opens the store with.
+        if let key = status["storeKey"]?.stringValue, !key.isEmpty { lines.append("store key:     \(key) (fingerprint)") }
         if let outage = status["storeUnavailable"], let reason = outage["reason"]?.stringValue {
             var line = "store:         unavailable: \(Console.terminalSafe(reason))"
             if let since = outage["since"]?.stringValue.flatMap(Timestamp.parse) {
