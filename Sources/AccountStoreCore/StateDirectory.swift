@@ -63,13 +63,17 @@ public struct StateDirectory: Sendable, Equatable {
         return lock
     }
 
-    /// Removes what a process killed while writing a key left (`store.key.new-…`,
-    /// `store.key.next.new-…`: a key or part of one, private, never published). Only the holder
-    /// of the instance lock writes keys here.
+    /// Removes what a process killed while writing here left: `store.key.new-…` and
+    /// `store.key.next.new-…` (a key or part of one, private, never published), and `.copy-…`
+    /// (a store a copy, merge or rekey was building, never moved in). Only the holder of the
+    /// instance lock writes them.
     private func removeAbandonedKeyFiles() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: url.path)) ?? []
         for name in names where name.hasPrefix("store.key.new-") || name.hasPrefix("store.key.next.new-") {
             unlink(url.appendingPathComponent(name).path)
+        }
+        for name in names where name.hasPrefix(".copy-") {
+            try? FileManager.default.removeItem(at: url.appendingPathComponent(name))
         }
     }
 }

@@ -119,7 +119,7 @@ struct Copy: AsyncParsableCommand {
             A store is a state directory (SQLite) or a postgres:// URL. The source (--from, default the \
             configured store) is held still: stop blueskyd on it first (its instance lock, or no live host of \
             its tenant). The target must hold no account of the tenant, unless --merge: then an account both \
-            hold keeps the newer session (its last refresh, else its login; the report names each), the target \
+            hold keeps the newer session (its sealed tokens' issue time; the report names each), the target \
             keeps its default, and its hosts must be stopped too. It gets the copy whole or not at all. \
             Tokens, DPoP keys and nonces, OAuth 2.0 registrations, OAuth client keys, the write-ahead mark, \
             the profile cache and the default account go with it; every row is sealed again under the \

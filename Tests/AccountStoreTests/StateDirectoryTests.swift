@@ -67,7 +67,7 @@ struct StateDirectoryTests {
         #expect(PrivateFiles.directory(of: "/var/lib/x/store.key") == "/var/lib/x")
     }
 
-    @Test("taking the lock removes the key temporaries a killed process left, and nothing else")
+    @Test("taking the lock removes the key temporaries and the unfinished store a killed process left, and nothing else")
     func abandonedKeyFiles() throws {
         let parent = try TemporaryDirectory()
         let state = try StateDirectory(path: parent.appending("blueskyd"))
@@ -75,6 +75,8 @@ struct StateDirectoryTests {
             #expect(FileManager.default.createFile(atPath: state.url.appendingPathComponent(name).path, contents: Data([1]),
                                                    attributes: [.posixPermissions: 0o600]))
         }
+        try FileManager.default.createDirectory(atPath: state.url.appendingPathComponent(".copy-1234/inner").path,
+                                                withIntermediateDirectories: true)
         let lock = try state.acquireInstanceLock()
         defer { lock.release() }
         let left = try FileManager.default.contentsOfDirectory(atPath: state.url.path).filter { $0 != "blueskyd.lock" }.sorted()

@@ -1,17 +1,38 @@
 import Foundation
 import Synchronization
+import WebBasics
 
 /// A registry merged into a store that holds accounts (`store copy --merge`, `store import
 /// --merge`): which side's row each account keeps.
 ///
 /// An account is the same on both sides when its DID is (an OAuth 2.0 account's DID is its
-/// server and subject). It keeps the newer session: the one whose tokens were issued later (its
-/// last refresh, else its login), because a refresh token rotated since is spent and the older
-/// session's would be refused. A tie keeps the target's, the store in use. The default stays the
-/// target's, unless it has none. The decisions are pure and made as the rows stream past; the
-/// writing is the target's whole-or-nothing replacement (`importRegistry(replacing:)`).
+/// server and subject). It keeps the newer session: the one whose tokens were issued later,
+/// because a refresh token rotated since is spent and the older session's would be refused. A
+/// tie keeps the target's, the store in use. The default stays the target's, unless it has none.
+///
+/// When were tokens issued is read from the sealed secrets where they say it (the `iat` of a
+/// PDS's JWTs), so that nobody who can write the database but has no key can make a merge keep
+/// the older session by moving a row's dates (a blind attack did, with `last_refresh_at`). Only
+/// when a side's tokens do not say (an OAuth 2.0 server's opaque tokens) do the row's dates
+/// decide (its last refresh, else its login), and the report says so. The decisions are pure and
+/// made as the rows stream past; the writing is the target's whole-or-nothing replacement
+/// (`importRegistry(replacing:)`).
 public final class RegistryMerge: Sendable {
     public enum Side: String, Sendable { case source, target }
+
+    /// When a session's tokens were issued, and whether the sealed tokens said so.
+    public struct Issued: Sendable, Equatable, Comparable {
+        public var at: Date
+        /// From the tokens' `iat` (sealed with them), not from the row's dates.
+        public var sealed: Bool
+
+        public init(at: Date, sealed: Bool) {
+            self.at = at
+            self.sealed = sealed
+        }
+
+        public static func < (lhs: Issued, rhs: Issued) -> Bool { lhs.at < rhs.at }
+    }
 
     /// An account both sides hold, and the side whose row it keeps.
     public struct Decision: Sendable, Equatable {
@@ -19,16 +40,18 @@ public final class RegistryMerge: Sendable {
         public var kept: Side
         public var sourceIssuedAt: Date
         public var targetIssuedAt: Date
+        /// Decided by the sealed tokens' issue times (else by the rows' dates).
+        public var bySealedTokens: Bool
     }
 
     /// What the target holds of an account, as the merge needs it.
     public struct Held: Sendable {
         public var id: UUID
-        public var issuedAt: Date
+        public var issued: Issued
 
-        public init(id: UUID, issuedAt: Date) {
+        public init(id: UUID, issued: Issued) {
             self.id = id
-            self.issuedAt = issuedAt
+            self.issued = issued
         }
     }
 
@@ -36,7 +59,8 @@ public final class RegistryMerge: Sendable {
         var decisions: [Decision] = []
         /// The target's rows whose account the source's newer row replaces.
         var replaced: Set<UUID> = []
-        var added = 0
+        /// The source's accounts the target did not hold, by DID.
+        var added: [String] = []
     }
 
     private let held: [String: Held]
@@ -49,44 +73,67 @@ public final class RegistryMerge: Sendable {
         self.targetDefault = targetDefault
     }
 
-    /// Reads the target's accounts (metadata only), a page at a time.
+    /// Reads the target's accounts, a page at a time, keeping of each only its id and when its
+    /// tokens were issued.
     public static func reading(_ target: any AccountStore) async throws(StoreError) -> RegistryMerge {
         var held: [String: Held] = [:]
         var targetDefault: String?
         var after: AccountPageKey?
         while true {
-            let page = try await target.accounts(after: after, limit: 5_000)
-            guard let last = page.last else { break }
-            for record in page {
-                held[record.did] = Held(id: record.id, issuedAt: issuedAt(record))
-                if record.isDefault { targetDefault = record.did }
+            let page = try await target.portableAccounts(after: after, limit: RegistryCopy.pageSize)
+            guard let last = page.last?.record else { break }
+            for account in page {
+                held[account.record.did] = Held(id: account.record.id, issued: issued(account))
+                if account.record.isDefault { targetDefault = account.record.did }
             }
             after = AccountPageKey(createdAt: last.createdAt, id: last.id)
         }
         return RegistryMerge(held: held, targetDefault: targetDefault)
     }
 
-    /// When a session's tokens were issued: its last refresh, else its login.
-    public static func issuedAt(_ record: AccountRecord) -> Date {
-        max(record.lastRefreshAt ?? record.createdAt, record.oauth?.sessionStartedAt ?? record.createdAt)
+    /// When a session's tokens were issued: the latest `iat` its sealed tokens carry, else its
+    /// row's last refresh, else its login.
+    public static func issued(_ account: PortableAccount) -> Issued {
+        let claimed = [account.secrets.accessToken, account.secrets.refreshToken].compactMap(issuedAtClaim).max()
+        if let claimed { return Issued(at: claimed, sealed: true) }
+        let record = account.record
+        return Issued(at: max(record.lastRefreshAt ?? record.createdAt, record.oauth?.sessionStartedAt ?? record.createdAt),
+                      sealed: false)
+    }
+
+    /// The `iat` claim of a compact JWS, unverified (the server that issued it checks it; here it
+    /// only orders two sessions of one account); nil when `token` is not one or has none.
+    static func issuedAtClaim(_ token: String) -> Date? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decodeLeniently(parts[1]),
+              let object = try? JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any],
+              let iat = object["iat"] as? NSNumber else { return nil }
+        return Date(timeIntervalSince1970: iat.doubleValue)
     }
 
     /// A source account as the merged store gets it (its default flag set), or nil when the
     /// target's row is kept.
-    public func admit(_ record: AccountRecord) -> AccountRecord? {
-        var record = record
-        if targetDefault != nil { record.isDefault = record.did == targetDefault }
-        let issued = Self.issuedAt(record)
-        guard let mine = held[record.did] else {
-            tally.withLock { $0.added += 1 }
-            return record
+    public func admit(_ account: PortableAccount) -> PortableAccount? {
+        var account = account
+        let did = account.record.did
+        if targetDefault != nil { account.record.isDefault = did == targetDefault }
+        guard let mine = held[did] else {
+            tally.withLock { $0.added.append(did) }
+            return account
         }
-        let kept: Side = issued > mine.issuedAt ? .source : .target
+        let theirs = Self.issued(account)
+        // Sealed times on both sides, or the rows' dates on both: never one against the other
+        // (then the target's is kept: nothing sealed says the source's is newer).
+        let bySealed = theirs.sealed && mine.issued.sealed
+        let kept: Side = bySealed || (!theirs.sealed && !mine.issued.sealed)
+            ? (theirs > mine.issued ? .source : .target)
+            : .target
         tally.withLock {
-            $0.decisions.append(Decision(did: record.did, kept: kept, sourceIssuedAt: issued, targetIssuedAt: mine.issuedAt))
+            $0.decisions.append(Decision(did: did, kept: kept, sourceIssuedAt: theirs.at, targetIssuedAt: mine.issued.at,
+                                         bySealedTokens: bySealed))
             if kept == .source { $0.replaced.insert(mine.id) }
         }
-        return kept == .source ? record : nil
+        return kept == .source ? account : nil
     }
 
     /// Whether the target keeps its row `id`: not when the source's newer row replaced it.
@@ -97,8 +144,8 @@ public final class RegistryMerge: Sendable {
 
     /// The accounts both sides held, in the order the source gave them.
     public var decisions: [Decision] { tally.withLock { $0.decisions } }
-    /// Source accounts the target did not hold.
-    public var added: Int { tally.withLock { $0.added } }
+    /// Source accounts the target did not hold, by DID.
+    public var added: [String] { tally.withLock { $0.added } }
     public var targetAccounts: Int { held.count }
 
     /// The client keys of both: the target's, and the source's it lacks. A key id both hold
@@ -136,7 +183,7 @@ public struct MergingWriter: RegistryWriter {
     public func write(_ accounts: [PortableAccount]) async throws(StoreError) {
         let passed: [PortableAccount] = accounts.compactMap { account in
             switch side {
-            case .source: merge.admit(account.record).map { PortableAccount(record: $0, secrets: account.secrets) }
+            case .source: merge.admit(account)
             case .target: merge.keeps(account.record.id) ? account : nil
             }
         }

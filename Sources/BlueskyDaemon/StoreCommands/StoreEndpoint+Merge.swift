@@ -68,9 +68,11 @@ extension StoreEndpoint {
     static func dryMerge(_ merge: RegistryMerge, from store: any AccountStore, source: StoreEndpoint) async throws(DaemonStartupError) {
         var after: AccountPageKey?
         while true {
-            let page = try await source.reading { () throws(StoreError) in try await store.accounts(after: after, limit: 5_000) }
-            guard let last = page.last else { return }
-            for record in page { _ = merge.admit(record) }
+            let page = try await source.reading { () throws(StoreError) in
+                try await store.portableAccounts(after: after, limit: RegistryCopy.pageSize)
+            }
+            guard let last = page.last?.record else { return }
+            for account in page { _ = merge.admit(account) }
             after = AccountPageKey(createdAt: last.createdAt, id: last.id)
         }
     }
@@ -80,13 +82,14 @@ extension RegistryMerge {
     /// The merge in a report's words.
     var summary: String {
         let replaced = decisions.filter { $0.kept == .source }.count
-        var lines = ["  merged with the \(targetAccounts) account\(targetAccounts == 1 ? "" : "s") the target held: \(added) added, "
+        var lines = ["  merged with the \(targetAccounts) account\(targetAccounts == 1 ? "" : "s") the target held: \(added.count) added, "
                      + "\(replaced) replaced by the source's newer session, \(decisions.count - replaced) kept (the target's "
                      + "was newer or as new)"]
         for decision in decisions.prefix(20) {
             lines.append("    \(decision.did): the \(decision.kept.rawValue)'s session (issued "
                          + "\(decision.sourceIssuedAt.formatted(.iso8601)) in the source, "
-                         + "\(decision.targetIssuedAt.formatted(.iso8601)) in the target)")
+                         + "\(decision.targetIssuedAt.formatted(.iso8601)) in the target"
+                         + (decision.bySealedTokens ? ", by its tokens)" : ", by the rows' dates: the tokens do not say)"))
         }
         if decisions.count > 20 { lines.append("    … and \(decisions.count - 20) more (--json lists every one)") }
         return lines.joined(separator: "\n")
@@ -94,13 +97,15 @@ extension RegistryMerge {
 
     var json: JSONValue {
         [
-            "targetAccounts": .number(Double(targetAccounts)), "added": .number(Double(added)),
+            "targetAccounts": .number(Double(targetAccounts)), "added": .number(Double(added.count)),
+            "addedAccounts": .array(added.map(JSONValue.string)),
             "replaced": .number(Double(decisions.filter { $0.kept == .source }.count)),
             "kept": .number(Double(decisions.filter { $0.kept == .target }.count)),
             "accounts": .array(decisions.map {
                 ["did": .string($0.did), "kept": .string($0.kept.rawValue),
                  "sourceIssuedAt": .string($0.sourceIssuedAt.formatted(.iso8601)),
-                 "targetIssuedAt": .string($0.targetIssuedAt.formatted(.iso8601))]
+                 "targetIssuedAt": .string($0.targetIssuedAt.formatted(.iso8601)),
+                 "bySealedTokens": .bool($0.bySealedTokens)]
             }),
         ]
     }

@@ -60,7 +60,7 @@ public struct StoreImport: StoreSubcommand {
             var accounts = 0
             while let batch = try await Self.reading({ () throws(ExportFileError) in try reader.nextAccounts() }) {
                 accounts += batch.count
-                for account in batch { _ = merging?.merge.admit(account.record) }
+                for account in batch { _ = merging?.merge.admit(account) }
             }
             if merging == nil { try await target.checkEmpty(daemon: daemon) }
             say(accounts: accounts, extras: extras, into: nil, seconds: nil, merge: merging?.merge)
