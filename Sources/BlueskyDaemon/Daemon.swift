@@ -45,65 +45,10 @@ public struct Daemon: Sendable {
             throw DaemonStartupError(String(describing: error))
         }
         defer { withExtendedLifetime(lock) {} }
-        let (store, key, _) = try await openCheckedStore(stateDirectory: stateDirectory, asHost: true)
-        let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
-        // Logins, refreshes and identity lookups go through async-http-client; proxied calls,
-        // the hot path, through the lean keep-alive client on the caller's event loop.
-        let http = try startup(OutboundHTTP(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
-        let callHTTP = try startup(KeepAliveHTTPClient(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
-        guard let plcURL = URL(string: configuration.plcURL), plcURL.host != nil,
-              ["https", "http"].contains(plcURL.scheme?.lowercased() ?? "") else {
-            throw DaemonStartupError("plc_url is not an https URL: \(configuration.plcURL)", exitCode: .configuration)
-        }
-        let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
-        let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, requestTimeout: configuration.upstreamTimeout,
-                                        logger: logger)
-        let sharedSchedule = store as? any SharedRefreshSchedule
-        let sharedDates = sharedSchedule.map { _ in SharedDueWriter() }
-        let scheduler = RefreshScheduler(limits: configuration.refreshLimits, now: { Date() }, shared: sharedDates)
-        let oauthClient: OAuthClientIdentity
-        do {
-            oauthClient = try await OAuthClientIdentity.load(settings: configuration.oauthClient, store: store, now: Date(),
-                                                             logger: logger)
-        } catch {
-            await store.close()
-            throw DaemonStartupError(String(describing: error))
-        }
-        // Counted only when someone can read them: metrics_socket = "" costs calls nothing.
-        let metrics = configuration.metricsSocketPath != nil || configuration.metricsListen != nil ? DaemonMetrics() : nil
-        let environment = SessionEnvironment(
-            store: store, http: callHTTP,
-            sessions: LegacySessionClient(http: http, timeout: configuration.upstreamTimeout),
-            oauth: OAuthEnvironment(http: http, policy: OAuthURLPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback),
-                                    client: oauthClient, timeout: configuration.upstreamTimeout,
-                                    providers: configuration.providers, now: { Date() }),
-            rules: configuration.lifecycleRules, upstreamTimeout: configuration.upstreamTimeout, logger: logger,
-            now: { Date() }, schedule: { id, due, server in scheduler.note(id, due, server: server) }, metrics: metrics)
-        let accounts = AccountManager(store: store, scheduler: scheduler, environment: environment, identity: identity)
-        store.health.observe { [events = environment.events] outage in
-            if let outage {
-                events.publish(.daemonStoreUnavailable, fields: [
-                    "reason": .string(outage.reason), "since": AccountView.timestamp(outage.since)])
-            } else {
-                events.publish(.daemonStoreAvailable)
-            }
-        }
-        // Listening starts before loading, so that no change another host makes in between is missed.
-        let storeChanges = StoreChangeInbox()
-        await store.observeChanges(keeping: { [environment] in environment.unsaved.withLock { $0 } }) {
-            storeChanges.add($0)
-        }
-        do {
-            try await accounts.loadAll()
-        } catch {
-            await store.close()
-            throw DaemonStartupError("cannot load the accounts: \(error)")
-        }
-        // Every session noted its first date while loading: the scheduler takes them in now, and
-        // the pages the notes and the scheduler's growing tables passed through go back.
-        await scheduler.takeInNotedDates()
-        ReleaseFreedMemory.now()
-
+        let core = try await startCore(stateDirectory: stateDirectory)
+        let (store, key, http, environment, accounts, scheduler, metrics) =
+            (core.store, core.key, core.http, core.environment, core.accounts, core.scheduler, core.metrics)
+        let (sharedSchedule, sharedDates, storeChanges) = (core.sharedSchedule, core.sharedDates, core.storeChanges)
         let stopping = Atomic(false)
         let listener = try startup(try socketListener())
         let gatewayListener = try startup(try gatewayListener())
@@ -194,10 +139,7 @@ public struct Daemon: Sendable {
         } catch {
             failure = DaemonStartupError(String(describing: error))
         }
-        await stop(accounts: accounts, scheduler: scheduler, sharedSchedule: sharedSchedule, sharedDates: sharedDates)
-        await callHTTP.shutdown()
-        try? await http.shutdown()
-        await store.close()
+        await core.close(logger: logger)
         if let failure {
             logger.error("blueskyd stopped on an error", metadata: ["error": "\(failure)"])
             throw failure
@@ -211,28 +153,6 @@ public struct Daemon: Sendable {
                                         scheduler: RefreshScheduler, store: any AccountStore) -> [any Service] {
         guard let schedule, let dates else { return [] }
         return [SharedScheduleService(schedule: schedule, dates: dates, scheduler: scheduler, logger: logger)]
-    }
-
-    /// The end of a run, before the clients and the store close: the refreshes in flight end
-    /// (whoever started them: the scheduler's, or a call's meeting an expired token), then the
-    /// background work; rotated tokens the store refused are tried once more and any that stay
-    /// unsaved are named at error (they are lost with this stop); the last due dates go to the
-    /// shared schedule.
-    private func stop(accounts: AccountManager, scheduler: RefreshScheduler, sharedSchedule: (any SharedRefreshSchedule)?,
-                      sharedDates: SharedDueWriter?) async {
-        let environment = accounts.environment
-        if environment.refreshes.running > 0 {
-            logger.info("waiting for refreshes in flight", metadata: ["count": "\(environment.refreshes.running)"])
-        }
-        await environment.refreshes.waitUntilIdle()
-        await environment.background.stop()
-        await accounts.saveBeforeStop()
-        if let sharedSchedule, let sharedDates {
-            // The dates noted since the scheduler's loop ended (refreshes that finished during
-            // the stop, the last saves) go out with the rest.
-            await scheduler.takeInNotedDates()
-            await sharedDates.flush(sharedSchedule, logger: logger)
-        }
     }
 
     /// One start-up step; its failure becomes the one line blueskyd exits with.

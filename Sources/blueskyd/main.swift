@@ -202,9 +202,11 @@ struct Import: AsyncParsableCommand {
             or sealed with another key; the store gets every account or none. With --merge, into a store that \
             holds accounts, an account both hold keeps the newer session (the report names each). A state directory without a \
             store key gets the export's (--key-file). A refresh token in an older export may be spent since: \
-            such an account needs a login after the import.
+            such an account needs a login after the import: --check finds them, refreshing each restored \
+            session once (saving the new tokens as the daemon does) and listing it as live, needs-login or \
+            unreachable.
 
-            Exit status: 0 imported; 64 usage; 65 a damaged file or not an export; 66 the file cannot be \
+            Exit status: 0 imported (whatever --check found); 64 usage; 65 a damaged file or not an export; 66 the file cannot be \
             read; 69 the database cannot be reached; 73 the store holds accounts; 75 the store is in use; \
             78 configuration error or another key.
             """)
@@ -213,11 +215,13 @@ struct Import: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The export file.", valueName: "file")) var from: String
     @Option(help: "The key the export was sealed with (default: the store's own).") var keyFile: String?
     @Flag(help: "Into a store that holds accounts: each account keeps its newer session.") var merge = false
+    @Flag(help: "After the import, try each restored session once against its server.") var check = false
     @Flag(help: "Check the whole file; write nothing.") var dryRun = false
     @Flag(help: "Print JSON.") var json = false
 
     func run() async throws {
         var options = StoreImport.Options()
+        options.check = check
         options.from = from
         options.keyFile = keyFile
         options.merge = merge

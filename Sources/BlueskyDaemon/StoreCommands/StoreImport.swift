@@ -7,6 +7,9 @@ import Logging
 import PostgresStore
 import SQLiteStore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `blueskyd store import`: an export file into the configured store, whole or not at all: a
 /// file damaged anywhere, cut short, of a later format or sealed with another key is refused,
@@ -19,6 +22,8 @@ public struct StoreImport: StoreSubcommand {
         public var keyFile: String?
         /// Into a store that holds accounts: each account keeps its newer session.
         public var merge = false
+        /// After the import, each restored session tried once against its server (`ImportCheck`).
+        public var check = false
         public var dryRun = false
         public var json = false
         public init() {}
@@ -37,6 +42,10 @@ public struct StoreImport: StoreSubcommand {
 
     func run() async throws(DaemonStartupError) {
         guard !options.from.isEmpty else { throw DaemonStartupError("--from names the export file", exitCode: .usage) }
+        guard !(options.check && options.dryRun) else {
+            throw DaemonStartupError("--check tries the sessions an import restored, and a dry run restores none: give one of them",
+                                     exitCode: .usage)
+        }
         let given = try options.keyFile.map { path throws(DaemonStartupError) in try StoreEndpoint.existingKey(URL(fileURLWithPath: path)) }
         let place = try StoreEndpoint.configuredPlace(configuration, fallbackTenant: configuration.tenant ?? Daemon.unixUserName())
         let own = try StoreEndpoint.daemonKeyIfAny(configuration)
@@ -88,8 +97,30 @@ public struct StoreImport: StoreSubcommand {
         } else {
             try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, produce)
         }
-        say(accounts: imported.withLock { $0 }, extras: extras, into: target,
-            seconds: (ContinuousClock.now - started).seconds, merge: merging?.merge)
+        let seconds = (ContinuousClock.now - started).seconds
+        let checked = options.check ? try await check(daemon: daemon, merge: merging?.merge) : nil
+        say(accounts: imported.withLock { $0 }, extras: extras, into: target, seconds: seconds, merge: merging?.merge,
+            checked: checked)
+    }
+
+    /// `--check`: the store opened as a start opens it (the instance lock is still held), each
+    /// session the import brought tried once, then closed as a stop closes it.
+    private func check(daemon: Daemon, merge: RegistryMerge?) async throws(DaemonStartupError) -> [ImportCheck.Line] {
+        let directory = try daemon.startup(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
+        let core: DaemonCore
+        do throws(DaemonStartupError) {
+            core = try await daemon.startCore(stateDirectory: directory)
+        } catch {
+            throw DaemonStartupError("the import is complete, but its sessions cannot be checked: \(error.description)",
+                                     exitCode: error.exitCode)
+        }
+        // A merge's accounts whose session stayed the target's were not restored: not tried.
+        let only = merge.map { merge in
+            Set(merge.decisions.filter { $0.kept == .source }.map(\.did) + merge.added)
+        }
+        let lines = await ImportCheck(core: core, only: only).run(progress: isatty(STDERR_FILENO) == 1 && !options.json)
+        await core.close(logger: logger)
+        return lines
     }
 
     /// `body` (the file's blocking reads) off the cooperative pool, its refusal as one line.
@@ -109,7 +140,8 @@ public struct StoreImport: StoreSubcommand {
         }
     }
 
-    private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?, merge: RegistryMerge?) {
+    private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?, merge: RegistryMerge?,
+                     checked: [ImportCheck.Line]? = nil) {
         var output: String
         if options.json {
             var object: [String: JSONValue] = [
@@ -119,6 +151,7 @@ public struct StoreImport: StoreSubcommand {
             object["to"] = target.map { .string($0.location) }
             object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
             object["merge"] = merge?.json
+            object["check"] = checked.map(ImportCheck.json)
             output = String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
         } else {
             let what = "\(accounts) account\(accounts == 1 ? "" : "s"), \(extras.clientKeys.count) OAuth client key(s), "
@@ -129,6 +162,7 @@ public struct StoreImport: StoreSubcommand {
                 ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key, and the store "
                     + (merge == nil ? "is empty" : "takes them") + "; nothing was written."
             if let merge { output += "\n" + merge.summary }
+            if let checked { output += "\n" + ImportCheck.summary(checked) }
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
