@@ -66,16 +66,19 @@ extension PostgresAccountStore {
     /// given another key than its peers stops at start instead of failing every refresh.
     public func verifyKey() async throws(StoreError) {
         let tenant = settings.tenant
-        let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account WHERE tenant = $1 "
-                                    + "ORDER BY created_at, id LIMIT \(StoreKeyCheck.sampleSize)", binds: Self.binds(tenant))
-        let samples = try await read("checking the store key") { session in
-            try await session.run(query).map { row in
-                let (parsed, seal, blob) = try Self.sealedParts(row)
-                return StoreKeyCheck.Sample(id: parsed.record.id, row: parsed, seal: seal, blob: blob)
-            }
-        }
+        let samples = try await read("checking the store key") { session in try await Self.keySamples(tenant, on: session) }
         try StoreKeyCheck(sealer: sealer, tenant: tenant).verify(samples)
         _ = try await clientKeys()
+    }
+
+    /// The tenant's first rows, as the key check reads them (`StoreKeyCheck.sampleSize`).
+    private static func keySamples(_ tenant: String, on session: PostgresSession) async throws -> [StoreKeyCheck.Sample] {
+        let query = PostgresQuery(unsafeSQL: "SELECT \(recordColumns), sealed_secrets FROM account WHERE tenant = $1 "
+                                    + "ORDER BY created_at, id LIMIT \(StoreKeyCheck.sampleSize)", binds: binds(tenant))
+        return try await session.run(query).map { row in
+            let (parsed, seal, blob) = try sealedParts(row)
+            return StoreKeyCheck.Sample(id: parsed.record.id, row: parsed, seal: seal, blob: blob)
+        }
     }
 
     /// `verifyKey` for a host that starts, in one transaction under the tenant's lock (shared),
@@ -86,15 +89,10 @@ extension PostgresAccountStore {
     /// first check and its commit, and it ran on the old key).
     public func verifyKeyAsHost() async throws(StoreError) {
         let (tenant, me, aliveFor, sealer) = (settings.tenant, leaseOwner, aliveFor, sealer)
-        let query = PostgresQuery(unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account WHERE tenant = $1 "
-                                    + "ORDER BY created_at, id LIMIT \(StoreKeyCheck.sampleSize)", binds: Self.binds(tenant))
         try await write("checking the store key") { session in
             try await session.run("INSERT INTO blueskyd_tenant_lock (tenant) VALUES (\(tenant)) ON CONFLICT DO NOTHING")
             try await session.run("SELECT 1 FROM blueskyd_tenant_lock WHERE tenant = \(tenant) FOR SHARE")
-            let samples = try await session.run(query).map { row in
-                let (parsed, seal, blob) = try Self.sealedParts(row)
-                return StoreKeyCheck.Sample(id: parsed.record.id, row: parsed, seal: seal, blob: blob)
-            }
+            let samples = try await Self.keySamples(tenant, on: session)
             try StoreKeyCheck(sealer: sealer, tenant: tenant).verify(samples)
             try await session.run("""
                 INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(unescaped: Self.databaseNow) + \(aliveFor))

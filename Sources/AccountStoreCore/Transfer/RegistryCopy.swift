@@ -45,24 +45,37 @@ public enum RegistryCopy {
     /// Writes every account of `source` into `writer`, then returns how many; `progress` hears
     /// the count after each batch, `sourceFailed` a failure to read the source (told apart from
     /// the target's, which `writer` throws).
+    ///
+    /// The next page is read while the last one is written: the source's reads (SQLite on its
+    /// own queue, or another PostgreSQL connection) and the target's writes overlap, and at most
+    /// two pages are held.
     public static func copyAccounts(from source: any AccountStore, into writer: any RegistryWriter,
                                     progress: @Sendable (Int) -> Void = { _ in },
                                     sourceFailed: @Sendable (StoreError) -> Void = { _ in }) async throws(StoreError) -> Int {
-        var after: AccountPageKey?
-        var copied = 0
-        while true {
-            let page: [PortableAccount]
-            do {
-                page = try await source.portableAccounts(after: after, limit: pageSize)
+        @Sendable func read(after key: AccountPageKey?) async -> Result<[PortableAccount], StoreError> {
+            do throws(StoreError) {
+                return .success(try await source.portableAccounts(after: key, limit: pageSize))
             } catch {
+                return .failure(error)
+            }
+        }
+        func take(_ result: Result<[PortableAccount], StoreError>) throws(StoreError) -> [PortableAccount] {
+            switch result {
+            case .success(let page): return page
+            case .failure(let error):
                 sourceFailed(error)
                 throw error
             }
-            guard let last = page.last?.record else { break }
+        }
+        var page = try take(await read(after: nil))
+        var copied = 0
+        while let last = page.last?.record {
+            // Left unawaited when the write throws: the read is cancelled and awaited as the scope ends.
+            async let following = read(after: AccountPageKey(createdAt: last.createdAt, id: last.id))
             try await writer.write(page)
             copied += page.count
             progress(copied)
-            after = AccountPageKey(createdAt: last.createdAt, id: last.id)
+            page = try take(await following)
         }
         return copied
     }
