@@ -173,7 +173,7 @@ let package = Package(
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["BlueskyTesting", "DaemonHarness", "ATTestbed", "JSONRPC", "BlueskyHTTP",
                                                           .product(name: "Crypto", package: "swift-crypto")],
-                    exclude: ["gateway_sdk_client.py", "parse_metrics.py", "mastodon_sdk_client.py"]),
+                    exclude: ["gateway_sdk_client.py", "parse_metrics.py", "mastodon_sdk_client.py", "orphaned_write.py"]),
         .testTarget(name: "XRPCGatewayTests", dependencies: [
             "XRPCGateway", "RPCServer", "JSONRPC", "BlueskyHTTP", "BlueskyTesting",
             .product(name: "NIOHTTP1", package: "swift-nio"),
