@@ -1,5 +1,6 @@
 import Foundation
 import JSONRPC
+import WebBasics
 
 /// An OAuth error answer (RFC 6749 §5.2): `error`, and the reason in `error_description`.
 ///
@@ -23,7 +24,9 @@ public struct OAuthErrorResponse: Sendable, Equatable, CustomStringConvertible {
         guard let value = try? JSONValue.parse(body), let error = value["error"]?.stringValue, !error.isEmpty else {
             return nil
         }
-        self.init(status: status, error: error, errorDescription: value["error_description"]?.stringValue)
+        // Kept for people to read (a state reason, a log line): never a server's megabytes.
+        self.init(status: status, error: ServerText.clipped(error, limit: 128),
+                  errorDescription: ServerText.clipped(value["error_description"]?.stringValue))
     }
 
     /// The refresh token or code is no longer good: the grant is gone, not the network.

@@ -51,32 +51,55 @@ struct DaemonCore: Sendable {
     }
 }
 
+/// The clients a start makes from the configuration (its CA file, nameservers, PLC URL), made
+/// before anything is written by a command that needs them after (`store import --check`), so
+/// that a configuration they cannot use is refused first.
+struct OutboundClients: Sendable {
+    let http: OutboundHTTP
+    let callHTTP: KeepAliveHTTPClient
+    let dns: DNSTXTResolver
+    let plcURL: URL
+
+    func shutdown() async {
+        await callHTTP.shutdown()
+        try? await http.shutdown()
+    }
+}
+
 extension Daemon {
+    func outboundClients() async throws(DaemonStartupError) -> OutboundClients {
+        guard let plcURL = URL(string: configuration.plcURL), plcURL.host != nil,
+              ["https", "http"].contains(plcURL.scheme?.lowercased() ?? "") else {
+            throw DaemonStartupError("plc_url is not an https URL: \(configuration.plcURL)", exitCode: .configuration)
+        }
+        let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
+        let dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
+        let http = try startup(OutboundHTTP(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
+        do throws(DaemonStartupError) {
+            let callHTTP = try startup(KeepAliveHTTPClient(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
+            return OutboundClients(http: http, callHTTP: callHTTP, dns: dns, plcURL: plcURL)
+        } catch {
+            try? await http.shutdown()
+            throw error
+        }
+    }
+
     /// Opens the store (as a host of it), makes the clients and loads every account. The
     /// caller holds the state directory's instance lock.
     func startCore(stateDirectory: StateDirectory) async throws(DaemonStartupError) -> DaemonCore {
         let (store, key, _) = try await openCheckedStore(stateDirectory: stateDirectory, asHost: true)
-        let policy = HTTPPolicy(allowInsecureLoopback: configuration.allowInsecureLoopback)
-        let http: OutboundHTTP
-        let callHTTP: KeepAliveHTTPClient
-        let dns: DNSTXTResolver
+        let clients: OutboundClients
         do throws(DaemonStartupError) {
-            http = try startup(OutboundHTTP(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
-            callHTTP = try startup(KeepAliveHTTPClient(.init(policy: policy, extraCAFile: configuration.extraCAFile)))
-            dns = try startup(DNSTXTResolver(nameservers: configuration.nameservers))
+            clients = try await outboundClients()
         } catch {
             await store.close()
             throw error
         }
+        let (http, callHTTP, dns, plcURL) = (clients.http, clients.callHTTP, clients.dns, clients.plcURL)
         func fail(_ error: DaemonStartupError) async -> DaemonStartupError {
-            await callHTTP.shutdown()
-            try? await http.shutdown()
+            await clients.shutdown()
             await store.close()
             return error
-        }
-        guard let plcURL = URL(string: configuration.plcURL), plcURL.host != nil,
-              ["https", "http"].contains(plcURL.scheme?.lowercased() ?? "") else {
-            throw await fail(DaemonStartupError("plc_url is not an https URL: \(configuration.plcURL)", exitCode: .configuration))
         }
         let identity = IdentityResolver(http: http, dns: dns, plcURL: plcURL, requestTimeout: configuration.upstreamTimeout,
                                         logger: logger)

@@ -142,6 +142,9 @@ public final class PostgresAccountStore: AccountStore {
                 if isWrite { health.recordSuccess() }
             }
             throw error
+        } catch is CancellationError {
+            // The caller gave up (a stop cancels the background work): nothing is known of the database.
+            throw StoreError.database(context: context, reason: "cancelled before it was written")
         } catch {
             let reason = PostgresErrorText.describe(error)
             if PostgresErrorText.isConnectionLoss(error) {

@@ -131,6 +131,9 @@ public final class SQLiteAccountStore: AccountStore {
         } catch let error as DatabaseError where error.resultCode != .SQLITE_CONSTRAINT {
             health.recordFailure(error.message ?? "\(error.resultCode)")
             throw StoreError.database(context: context, reason: "\(error)")
+        } catch is CancellationError {
+            // The caller gave up (a stop cancels the background work): nothing is known of the disk.
+            throw StoreError.database(context: context, reason: "cancelled before it was written")
         } catch {
             health.recordFailure("\(error)")
             throw StoreError.database(context: context, reason: "\(error)")

@@ -1,4 +1,5 @@
 import Foundation
+import WebBasics
 
 /// An app-password session as the PDS hands it out (`createSession` / `refreshSession`).
 public struct LegacySession: Sendable, Equatable {
@@ -54,10 +55,13 @@ public enum SessionError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The server's own words, for `stateReason`.
+    /// Stored as the account's state reason and logged: at most 1 KiB, whatever a server put
+    /// in it (its parsers cut each field already; this bounds what they are joined into).
     public var reason: String {
         switch self {
         case .authFactorTokenRequired(let m), .authenticationFailed(let m), .expiredToken(let m),
-             .rejected(let m), .transient(let m, _), .noAnswer(let m), .protocolViolation(let m): m
+             .rejected(let m), .transient(let m, _), .noAnswer(let m), .protocolViolation(let m):
+            ServerText.clipped(m, limit: 1_024)
         }
     }
 }

@@ -1,5 +1,6 @@
 import BlueskyHTTP
 import Foundation
+import WebBasics
 
 /// The `{"error": "Name", "message": "..."}` body of a failed XRPC call.
 public struct XRPCErrorBody: Sendable, Equatable, Decodable {
@@ -15,7 +16,8 @@ public struct XRPCErrorBody: Sendable, Equatable, Decodable {
     public init?(response: InboundResponse) {
         guard let decoded = try? JSONDecoder().decode(XRPCErrorBody.self, from: Data(response.body)),
               decoded.error != nil || decoded.message != nil else { return nil }
-        self = decoded
+        // Kept for people to read (a state reason, a log line): never a server's megabytes.
+        self.init(error: ServerText.clipped(decoded.error, limit: 128), message: ServerText.clipped(decoded.message))
     }
 
     /// "Name: message" or whichever of the two is present.

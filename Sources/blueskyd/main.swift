@@ -204,7 +204,9 @@ struct Import: AsyncParsableCommand {
             store key gets the export's (--key-file). A refresh token in an older export may be spent since: \
             such an account needs a login after the import: --check finds them, refreshing each restored \
             session once (saving the new tokens as the daemon does) and listing it as live, needs-login or \
-            unreachable.
+            unreachable. A session lives in one store at a time: check a restored store when the store the \
+            export came from is gone or stopped for good (a server that sees a spent token come back may end \
+            the session in both).
 
             Exit status: 0 imported (whatever --check found); 64 usage; 65 a damaged file or not an export; 66 the file cannot be \
             read; 69 the database cannot be reached; 73 the store holds accounts; 75 the store is in use; \

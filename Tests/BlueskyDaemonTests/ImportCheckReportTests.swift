@@ -35,4 +35,9 @@ struct ImportCheckReportTests {
         #expect(text.split(separator: "\n").count == 3)
         #expect(text.contains("150 live, 1 unreachable") && text.contains("@late.test"))
     }
+
+    @Test("a merge that kept the store's session for every account restored none: said so, not an empty count")
+    func nothingChecked() {
+        #expect(ImportCheck.summary([]).hasPrefix("Checked no session: the import restored none"))
+    }
 }

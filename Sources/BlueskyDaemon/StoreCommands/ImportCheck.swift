@@ -107,6 +107,9 @@ struct ImportCheck {
     /// The report's lines: counts, then each account that is not live (every account when
     /// there are few).
     static func summary(_ lines: [Line]) -> String {
+        guard !lines.isEmpty else {
+            return "Checked no session: the import restored none (a merge kept the store's own session for every account)."
+        }
         var counts: [Outcome: Int] = [:]
         for line in lines { counts[line.outcome, default: 0] += 1 }
         let order: [Outcome] = [.live, .needsLogin, .unreachable, .unchecked]

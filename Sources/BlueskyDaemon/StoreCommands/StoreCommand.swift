@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import SystemdGlue
 
 /// What every `blueskyd store` command does around its own work: the daemon's configuration, a
 /// logger on standard error (warnings and worse: the command's answer goes to standard output),
@@ -10,7 +11,9 @@ enum StoreCommand {
         guard let configuration = DaemonMain.configuration(overrides, command: "blueskyd store \(name)") else {
             return DaemonExitCode.configuration.rawValue
         }
-        var logger = Logger(label: "blueskyd-store") { StreamLogHandler.standardError(label: $0) }
+        // The daemon's console lines: secrets redacted, and a server's words (which `import --check`
+        // logs) with their control characters escaped, never taken by the terminal.
+        var logger = Logger(label: "blueskyd-store") { ConsoleLogHandler(label: $0, level: LogLevelControl(.warning)) }
         logger.logLevel = .warning
         do {
             try await body(configuration, logger)

@@ -20,11 +20,15 @@ extension StoreEndpoint {
     /// Writes `extras` and what `produce` hands over into this store, which must hold nothing.
     /// A state directory gets this endpoint's key as its `store.key` when it has none (removed
     /// again if the import fails), and is refused when it holds another.
-    /// - Parameter replacing: this store itself, open under its old key, which `produce` reads
-    ///   (`store rekey`): its rows are replaced whole (a SQLite store is closed by it), and its
-    ///   key file is left to the caller.
+    /// - Parameters:
+    ///   - replacing: this store itself, open under its old key, which `produce` reads
+    ///     (`store rekey`): its rows are replaced whole (a SQLite store is closed by it), and its
+    ///     key file is left to the caller.
+    ///   - keyHome: a PostgreSQL store's host state directory, which gets the key as its
+    ///     `store.key` when it has none (`store import` into the configured tenant: its hosts
+    ///     start with that key), put in place before the transaction and removed if it fails.
     func importRegistry(extras: RegistryExtras, daemon: Daemon, logger: Logger, input: InputFailure,
-                        replacing: (any AccountStore)? = nil,
+                        replacing: (any AccountStore)? = nil, keyHome: StateDirectory? = nil,
                         _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
         async throws(DaemonStartupError) {
         do {
@@ -48,9 +52,17 @@ extension StoreEndpoint {
                 guard let store = try await open(with: daemon) as? PostgresAccountStore else {
                     throw DaemonStartupError("\(location) is not a PostgreSQL store")
                 }
+                // Before the commit: a kill after it must not leave the tenant sealed under a key
+                // no host has (a key beside an empty tenant opens it as well as any).
+                var installed = false
                 do {
+                    if let keyHome {
+                        try checkKey(in: keyHome)
+                        installed = try installKey(in: keyHome)
+                    }
                     try await store.importRegistry(extras: extras, replacing: replacing != nil, produce)
                 } catch {
+                    if installed, let keyHome { unlink(keyHome.keyFile.path) }
                     await store.close()
                     throw error
                 }

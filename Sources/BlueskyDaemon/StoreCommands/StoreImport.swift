@@ -63,6 +63,11 @@ public struct StoreImport: StoreSubcommand {
         let lock = try target.lock(role: "store")
         defer { withExtendedLifetime(lock) {} }
         let daemon = Daemon(configuration: configuration, logger: logger)
+        if options.check {
+            // What the check needs of the configuration (its CA file, nameservers, PLC URL) is
+            // refused now, before anything is written, not after the import committed.
+            try await daemon.outboundClients().shutdown()
+        }
         let merging = options.merge ? try await target.openForMerge(daemon: daemon) : nil
         if options.dryRun {
             await merging?.store.close()
@@ -95,12 +100,25 @@ public struct StoreImport: StoreSubcommand {
         if let merging {
             try await target.mergeRegistry(merging, sourceExtras: extras, daemon: daemon, logger: logger, input: input, produce)
         } else {
-            try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, produce)
+            // A tenant's host state directory without a key gets the export's, as a state directory does.
+            let keyHome = own == nil ? try daemon.startup(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
+                : nil
+            try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, keyHome: keyHome, produce)
         }
         let seconds = (ContinuousClock.now - started).seconds
-        let checked = options.check ? try await check(daemon: daemon, merge: merging?.merge) : nil
+        var checked: [ImportCheck.Line]?
+        var checkFailure: DaemonStartupError?
+        if options.check {
+            do throws(DaemonStartupError) {
+                checked = try await check(daemon: daemon, merge: merging?.merge)
+            } catch {
+                checkFailure = error
+            }
+        }
+        // The import stands whatever the check met: its report first, then why the check could not run.
         say(accounts: imported.withLock { $0 }, extras: extras, into: target, seconds: seconds, merge: merging?.merge,
             checked: checked)
+        if let checkFailure { throw checkFailure }
     }
 
     /// `--check`: the store opened as a start opens it (the instance lock is still held), each
