@@ -1,6 +1,7 @@
 import AccountStoreCore
 import Foundation
 import PostgresNIO
+import Synchronization
 
 /// A registry copied into this tenant (`blueskyd store copy`), in one transaction: a copy
 /// killed at any point (or a database lost during it) leaves the tenant as it was. The tenant
@@ -16,11 +17,14 @@ extension PostgresAccountStore {
     ///     reads of `produce`, on other connections, do not see); otherwise it must hold none.
     ///   - deadline: for the whole transaction (a million accounts take minutes).
     /// - Throws: `.targetNotEmpty` when the tenant holds accounts or client keys (not replacing).
+    /// - Returns: the accounts given a new id (old → new): their ids are another tenant's in
+    ///   this database.
+    @discardableResult
     public func importRegistry(extras: RegistryExtras, replacing: Bool = false, deadline: Duration = .seconds(3600),
                                _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
-        async throws(StoreError) {
+        async throws(StoreError) -> [UUID: UUID] {
         let (tenant, location) = (settings.tenant, settings.location)
-        try await write(replacing ? "resealing accounts" : "copying accounts", deadline: deadline) { [self] session in
+        return try await write(replacing ? "resealing accounts" : "copying accounts", deadline: deadline) { [self] session in
             // The tenant's turn (as a default change takes it), then a look at what it holds.
             try await lockDefault(session)
             if replacing {
@@ -47,10 +51,13 @@ extension PostgresAccountStore {
                     VALUES (\(tenant), \(key.keyID), \(ByteBuffer(bytes: sealed)), \(key.createdAt.storedSeconds))
                     """)
             }
-            try await produce(ImportWriter(store: self, session: session))
+            let writer = ImportWriter(store: self, session: session)
+            try await produce(writer)
+            let renumbered = writer.renumbered.withLock { $0 }
             let nonces = StoredDPoPNonce.newestPerOrigin(extras.nonces)
             if !nonces.isEmpty {
-                let (accounts, origins) = (nonces.map(\.account), nonces.map(\.origin))
+                let accounts = nonces.map { renumbered[$0.account] ?? $0.account }
+                let origins = nonces.map(\.origin)
                 let (values, dates) = (nonces.map(\.nonce), nonces.map(\.receivedAt.storedSeconds))
                 try await session.run("""
                     INSERT INTO dpop_nonce (account_id, origin, nonce, received_at)
@@ -60,36 +67,68 @@ extension PostgresAccountStore {
                     WHERE EXISTS (SELECT 1 FROM account WHERE tenant = \(tenant) AND id = n.account_id)
                     """)
             }
+            return renumbered
         }
     }
 
-    /// Inserts a batch of a copy's rows on `session`, every column as the source had it.
-    func importRows(_ accounts: [PortableAccount], on session: PostgresSession) async throws(StoreError) {
-        var rows: [(AccountRecord, Data)] = []
-        rows.reserveCapacity(accounts.count)
-        for account in accounts { rows.append((account.record, try sealer.seal(account.secrets, account: account.record.id))) }
-        for start in stride(from: 0, to: rows.count, by: Self.insertChunk) {
-            let chunk = Array(rows[start..<min(start + Self.insertChunk, rows.count)])
-            let query = notifying(insertStatement(chunk, withMark: true), ids: chunk.map(\.0.id))
-            do {
-                let inserted = try await session.run(query).count
-                // The tenant was empty: an id taken is another tenant's (ids are unique in a database).
-                guard inserted == chunk.count else {
-                    throw StoreError.database(context: "copying accounts", reason: "\(chunk.count - inserted) account id(s) are "
-                        + "another tenant's in this database: a copy between two tenants of one database is not supported")
+    /// Inserts a batch of a copy's rows on `session`, every column as the source had it. An
+    /// account whose id another tenant of this database holds (a copy between two tenants of one
+    /// database: ids are unique in it) is given a new id, sealed under it, and noted in
+    /// `renumbered` (old id → new), for its nonces and the report.
+    func importRows(_ accounts: [PortableAccount], on session: PostgresSession,
+                    renumbered: borrowing Mutex<[UUID: UUID]>) async throws(StoreError) {
+        var pending = accounts.map(\.record)
+        var secrets = Dictionary(accounts.map { ($0.record.id, $0.secrets) }, uniquingKeysWith: { first, _ in first })
+        // Twice at most: a new id is random, and taken again only by a miracle (then refused,
+        // so the map only ever holds source ids).
+        for attempt in 0..<2 where !pending.isEmpty {
+            var rows: [(AccountRecord, Data)] = []
+            rows.reserveCapacity(pending.count)
+            for record in pending {
+                guard let opened = secrets[record.id] else { continue }
+                rows.append((record, try sealer.seal(opened, account: record.id)))
+            }
+            var taken: [AccountRecord] = []
+            for start in stride(from: 0, to: rows.count, by: Self.insertChunk) {
+                let chunk = Array(rows[start..<min(start + Self.insertChunk, rows.count)])
+                let query = notifying(insertStatement(chunk, withMark: true), ids: chunk.map(\.0.id))
+                do {
+                    let inserted = Set(try await session.run(query).map { try $0.decode(UUID.self) })
+                    taken += chunk.map(\.0).filter { !inserted.contains($0.id) }
+                } catch let error as StoreError {
+                    throw error
+                } catch {
+                    throw StoreError.database(context: "copying accounts", reason: PostgresErrorText.describe(error))
                 }
-            } catch let error as StoreError {
-                throw error
-            } catch {
-                throw StoreError.database(context: "copying accounts", reason: PostgresErrorText.describe(error))
+            }
+            guard !taken.isEmpty else { return }
+            guard attempt == 0 else {
+                throw StoreError.database(context: "copying accounts", reason: "\(taken.count) account(s) cannot be written: "
+                    + "their id or DID is taken in this database even under a new id")
+            }
+            pending = taken.map { record in
+                var moved = record
+                moved.id = UUID()
+                secrets[moved.id] = secrets.removeValue(forKey: record.id)
+                renumbered.withLock { $0[record.id] = moved.id }
+                return moved
             }
         }
     }
 }
 
-/// Hands a copy's batches to the transaction.
-private struct ImportWriter: RegistryWriter {
+/// Hands a copy's batches to the transaction, and keeps what it renumbered.
+private final class ImportWriter: RegistryWriter {
     let store: PostgresAccountStore
     let session: PostgresSession
-    func write(_ accounts: [PortableAccount]) async throws(StoreError) { try await store.importRows(accounts, on: session) }
+    let renumbered = Mutex<[UUID: UUID]>([:])
+
+    init(store: PostgresAccountStore, session: PostgresSession) {
+        self.store = store
+        self.session = session
+    }
+
+    func write(_ accounts: [PortableAccount]) async throws(StoreError) {
+        try await store.importRows(accounts, on: session, renumbered: renumbered)
+    }
 }

@@ -6,14 +6,26 @@ import Synchronization
 
 /// What `blueskyd store copy` says: a summary in words or JSON on stdout, progress on a terminal.
 extension StoreCopy {
+    /// - Parameter renumbered: accounts given a new id in the target (old → new): their ids are
+    ///   another tenant's in its database.
     func report(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
-                merge: RegistryMerge? = nil) {
+                merge: RegistryMerge? = nil, renumbered: [UUID: UUID] = [:]) {
         var output: String
+        let moved = renumbered.sorted { $0.key.uuidString < $1.key.uuidString }
         if options.json {
-            output = Self.json(survey, source: source, target: target, copied: copied, seconds: seconds, merge: merge)
+            output = Self.json(survey, source: source, target: target, copied: copied, seconds: seconds, merge: merge,
+                               renumbered: moved)
         } else {
             output = Self.text(survey, source: source, target: target, copied: copied, seconds: seconds)
             if let merge { output += "\n" + merge.summary }
+            if !moved.isEmpty {
+                output += "\n\(moved.count) account(s) have a new id in the target (their ids are another tenant's in its "
+                    + "database); a client policy naming one by its id needs the new one:"
+                for (old, new) in moved.prefix(100) {
+                    output += "\n  \(old.uuidString.lowercased()) → \(new.uuidString.lowercased())"
+                }
+                if moved.count > 100 { output += "\n  … (--json lists all)" }
+            }
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
@@ -43,7 +55,7 @@ extension StoreCopy {
     }
 
     static func json(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
-                     merge: RegistryMerge?) -> String {
+                     merge: RegistryMerge?, renumbered: [(key: UUID, value: UUID)] = []) -> String {
         var kinds: [String: JSONValue] = [:]
         for kind in AuthKind.allCases { kinds[kind.rawValue] = .number(Double(survey.byKind[kind] ?? 0)) }
         var object: [String: JSONValue] = [
@@ -56,6 +68,11 @@ extension StoreCopy {
         ]
         object["copied"] = copied.map { .number(Double($0)) }
         object["merge"] = merge?.json
+        if copied != nil {
+            object["renumbered"] = .array(renumbered.map { pair in
+                .object(["from": .string(pair.key.uuidString.lowercased()), "to": .string(pair.value.uuidString.lowercased())])
+            })
+        }
         object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
         return String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
     }

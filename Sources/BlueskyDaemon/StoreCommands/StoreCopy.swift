@@ -96,13 +96,14 @@ public struct StoreCopy: StoreSubcommand {
             // rotated tokens it copied.
             try await source.stillAtEnd(from, input: input)
         }
+        var renumbered: [UUID: UUID] = [:]
         if let merging {
             try await target.mergeRegistry(merging, sourceExtras: extras, daemon: daemon, logger: logger, input: input, produce)
         } else {
-            try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, produce)
+            renumbered = try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, produce)
         }
         progress.finish()
         report(survey, source: source, target: target, copied: copied.withLock { $0 },
-               seconds: (ContinuousClock.now - started).seconds, merge: merging?.merge)
+               seconds: (ContinuousClock.now - started).seconds, merge: merging?.merge, renumbered: renumbered)
     }
 }

@@ -27,10 +27,12 @@ extension StoreEndpoint {
     ///   - keyHome: a PostgreSQL store's host state directory, which gets the key as its
     ///     `store.key` when it has none (`store import` into the configured tenant: its hosts
     ///     start with that key), put in place before the transaction and removed if it fails.
+    @discardableResult
     func importRegistry(extras: RegistryExtras, daemon: Daemon, logger: Logger, input: InputFailure,
                         replacing: (any AccountStore)? = nil, keyHome: StateDirectory? = nil,
                         _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
-        async throws(DaemonStartupError) {
+        async throws(DaemonStartupError) -> [UUID: UUID] {
+        var renumbered: [UUID: UUID] = [:]
         do {
             switch place {
             case .sqlite(let directory):
@@ -60,7 +62,7 @@ extension StoreEndpoint {
                         try checkKey(in: keyHome)
                         installed = try installKey(in: keyHome)
                     }
-                    try await store.importRegistry(extras: extras, replacing: replacing != nil, produce)
+                    renumbered = try await store.importRegistry(extras: extras, replacing: replacing != nil, produce)
                 } catch {
                     if installed, let keyHome { unlink(keyHome.keyFile.path) }
                     await store.close()
@@ -76,6 +78,7 @@ extension StoreEndpoint {
         } catch {
             throw DaemonStartupError("cannot write \(location): \(error)")
         }
+        return renumbered
     }
 
     /// Refuses a state directory whose key is another than this one (the store would not open

@@ -97,13 +97,15 @@ public struct StoreImport: StoreSubcommand {
                 imported.withLock { $0 += batch.count }
             }
         }
+        var renumbered: [UUID: UUID] = [:]
         if let merging {
             try await target.mergeRegistry(merging, sourceExtras: extras, daemon: daemon, logger: logger, input: input, produce)
         } else {
             // A tenant's host state directory without a key gets the export's, as a state directory does.
             let keyHome = own == nil ? try daemon.startup(StateDirectory(path: URL(fileURLWithPath: configuration.stateDirectory)))
                 : nil
-            try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input, keyHome: keyHome, produce)
+            renumbered = try await target.importRegistry(extras: extras, daemon: daemon, logger: logger, input: input,
+                                                         keyHome: keyHome, produce)
         }
         let seconds = (ContinuousClock.now - started).seconds
         var checked: [ImportCheck.Line]?
@@ -117,7 +119,7 @@ public struct StoreImport: StoreSubcommand {
         }
         // The import stands whatever the check met: its report first, then why the check could not run.
         say(accounts: imported.withLock { $0 }, extras: extras, into: target, seconds: seconds, merge: merging?.merge,
-            checked: checked)
+            checked: checked, renumbered: renumbered.count)
         if let checkFailure { throw checkFailure }
     }
 
@@ -159,7 +161,7 @@ public struct StoreImport: StoreSubcommand {
     }
 
     private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?, merge: RegistryMerge?,
-                     checked: [ImportCheck.Line]? = nil) {
+                     checked: [ImportCheck.Line]? = nil, renumbered: Int = 0) {
         var output: String
         if options.json {
             var object: [String: JSONValue] = [
@@ -170,6 +172,7 @@ public struct StoreImport: StoreSubcommand {
             object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
             object["merge"] = merge?.json
             object["check"] = checked.map(ImportCheck.json)
+            if target != nil { object["renumbered"] = .number(Double(renumbered)) }
             output = String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
         } else {
             let what = "\(accounts) account\(accounts == 1 ? "" : "s"), \(extras.clientKeys.count) OAuth client key(s), "
@@ -180,6 +183,10 @@ public struct StoreImport: StoreSubcommand {
                 ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key, and the store "
                     + (merge == nil ? "is empty" : "takes them") + "; nothing was written."
             if let merge { output += "\n" + merge.summary }
+            if renumbered > 0 {
+                output += "\n  \(renumbered) account(s) have a new id (their ids are another tenant's in this database): a client "
+                    + "policy naming one by its id needs the new one (bskyctl accounts lists them)."
+            }
             if let checked { output += "\n" + ImportCheck.summary(checked) }
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
