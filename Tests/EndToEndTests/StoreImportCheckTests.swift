@@ -22,12 +22,7 @@ struct StoreImportCheckTests {
             let app1 = try await fixture.addAppPasswordAccount("app41", to: daemon)
             let app2 = try await fixture.addAppPasswordAccount("app42", to: daemon)
             await daemon.stop()
-            let file = fixture.directory.path + "/old.export"
-            let firstStore = ["--config", fixture.emptyConfig, "--state-directory", first + "/state"]
-            let exported = try await fixture.blueskyd(["store", "export"] + firstStore + ["--to", file])
-            #expect(exported.status == 0, "\(exported.stderr)")
-            let key = fixture.directory.path + "/first.key"
-            try FileManager.default.copyItem(atPath: first + "/state/store.key", toPath: key)
+            let (file, key) = try await fixture.exportKeepingKey(first)
 
             // The OAuth session rotates on the first machine: the export's refresh token is spent.
             daemon = try await fixture.start(first)
@@ -84,12 +79,7 @@ struct StoreImportCheckTests {
             var daemon = try await fixture.start(first)
             let app = try await fixture.addAppPasswordAccount("app51", to: daemon)
             await daemon.stop()
-            let file = directory.path + "/old.export"
-            let exported = try await fixture.blueskyd(["store", "export", "--config", fixture.emptyConfig, "--state-directory",
-                                                       first + "/state", "--to", file])
-            #expect(exported.status == 0, "\(exported.stderr)")
-            let key = directory.path + "/first.key"
-            try FileManager.default.copyItem(atPath: first + "/state/store.key", toPath: key)
+            let (file, key) = try await fixture.exportKeepingKey(first)
 
             let (ownerURL, ownerPassword) = try SharedStoreHosts.createDatabase(on: database)
             await (try await SeededSharedStore(url: ownerURL, password: ownerPassword, tenant: SharedStoreHosts.ownerTenant,
@@ -136,12 +126,7 @@ struct StoreImportCheckTests {
             var daemon = try await fixture.start(first)
             let app = try await fixture.addAppPasswordAccount("app61", to: daemon)
             await daemon.stop()
-            let file = fixture.directory.path + "/old.export"
-            let exported = try await fixture.blueskyd(["store", "export", "--config", fixture.emptyConfig, "--state-directory",
-                                                       first + "/state", "--to", file])
-            #expect(exported.status == 0, "\(exported.stderr)")
-            let key = fixture.directory.path + "/first.key"
-            try FileManager.default.copyItem(atPath: first + "/state/store.key", toPath: key)
+            let (file, key) = try await fixture.exportKeepingKey(first)
             let config = fixture.directory.path + "/check.toml"
             try "ca_file = \"\(fixture.testbed.caFile)\"\nplc_url = \"\(fixture.testbed.plcURL)\"\n"
                 .write(toFile: config, atomically: true, encoding: .utf8)

@@ -77,6 +77,17 @@ final class StoreMoveFixture: @unchecked Sendable {
         return account.did
     }
 
+    /// Exports `machine`'s state directory (its daemon stopped) to `<directory>/old.export`, and
+    /// keeps its store key apart in `<directory>/kept.key`, as a backup would: (file, key).
+    func exportKeepingKey(_ machine: String) async throws -> (file: String, key: String) {
+        let (file, key) = (directory.path + "/old.export", directory.path + "/kept.key")
+        let exported = try await blueskyd(["store", "export", "--config", emptyConfig, "--state-directory", machine + "/state",
+                                           "--to", file])
+        #expect(exported.status == 0, "\(exported.stderr)")
+        try FileManager.default.copyItem(atPath: machine + "/state/store.key", toPath: key)
+        return (file, key)
+    }
+
     /// `blueskyd` with `arguments`, to its end.
     func blueskyd(_ arguments: [String]) async throws -> CommandResult {
         try await CommandResult.run(Binaries.path("blueskyd"), arguments)
