@@ -50,6 +50,7 @@ struct ImportCheck {
         }
         var lines: [Line] = []
         lines.reserveCapacity(sessions.count)
+        let shown = CopyProgress(total: sessions.count, shown: progress && !sessions.isEmpty, verb: "checked")
         await withTaskGroup(of: Line.self) { group in
             var next = sessions.makeIterator()
             for _ in 0..<Self.concurrency {
@@ -58,11 +59,11 @@ struct ImportCheck {
             }
             while let line = await group.next() {
                 lines.append(line)
-                if progress { Self.sayProgress(lines.count, of: sessions.count) }
+                shown.show(lines.count)
                 if let session = next.next() { group.addTask { await Self.check(session) } }
             }
         }
-        if progress, !sessions.isEmpty { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        shown.finish()
         return lines.sorted { ($0.handle ?? $0.did, $0.did) < ($1.handle ?? $1.did, $1.did) }
     }
 
@@ -98,10 +99,6 @@ struct ImportCheck {
             (line.outcome, line.reason) = (.unreachable, String(describing: error))
         }
         return line
-    }
-
-    private static func sayProgress(_ done: Int, of total: Int) {
-        FileHandle.standardError.write(Data("\rchecking sessions: \(done) of \(total)".utf8))
     }
 
     /// The report's lines: counts, then each account that is not live (every account when
