@@ -25,17 +25,22 @@ extension Daemon {
                 throw DaemonStartupError(String(describing: error))
             }
         }
-        // A refresh may send two requests (the second after a DPoP nonce challenge): a lease
-        // running out during them would let another host send the same refresh token.
-        guard configuration.leaseDuration >= configuration.upstreamTimeout * 2 else {
-            throw DaemonStartupError(
-                "lease_seconds (\(configuration.leaseDuration.components.seconds)) must be at least twice "
-                    + "upstream_timeout_seconds (\(configuration.upstreamTimeout.components.seconds)): a refresh may take "
-                    + "two requests, and a lease that runs out during them lets another host refresh the same account",
-                exitCode: .configuration)
-        }
+        try checkLease()
         return try await openPostgresStore(url: url, password: try storePassword(), tenant: configuration.tenant ?? Self.unixUserName(),
                                            key: key, keyFile: keyFile)
+    }
+
+    /// A refresh may send two requests (the second after a DPoP nonce challenge): a lease
+    /// running out during them would let another host send the same refresh token. A host of a
+    /// shared store refuses such a configuration at start, and `store import --check` before it
+    /// writes anything.
+    func checkLease() throws(DaemonStartupError) {
+        guard configuration.storeURL != nil, configuration.leaseDuration < configuration.upstreamTimeout * 2 else { return }
+        throw DaemonStartupError(
+            "lease_seconds (\(configuration.leaseDuration.components.seconds)) must be at least twice "
+                + "upstream_timeout_seconds (\(configuration.upstreamTimeout.components.seconds)): a refresh may take "
+                + "two requests, and a lease that runs out during them lets another host refresh the same account",
+            exitCode: .configuration)
     }
 
     /// The PostgreSQL store at `url`, as `tenant`, with this configuration's lease and pool

@@ -46,8 +46,31 @@ enum Console {
         return safe
     }
 
+    /// The same characters as JSON escapes (`\u009b`): JSON output stays JSON (a blind attack saw
+    /// `\u{9b}` make `bskyctl accounts --json` unparseable). They can stand only inside strings,
+    /// and the encoder has escaped the C0 ones there already.
+    static func jsonSafe(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isEscaped) else { return text }
+        var safe = ""
+        for scalar in text.unicodeScalars {
+            if isEscaped(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                safe += "\\u" + String(repeating: "0", count: max(0, 4 - hex.count)) + hex
+            } else {
+                safe.unicodeScalars.append(scalar)
+            }
+        }
+        return safe
+    }
+
+    /// Control characters (C0 but newline and tab, DEL, C1), and the bidirectional controls
+    /// that make a terminal show the rest of a line reversed (U+202E and its kin).
     private static func isEscaped(_ scalar: Unicode.Scalar) -> Bool {
-        (scalar.value < 0x20 && scalar != "\n" && scalar != "\t") || (0x7F...0x9F).contains(scalar.value)
+        switch scalar.value {
+        case 0x0A, 0x09: false
+        case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 
     private static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {

@@ -6,7 +6,7 @@ extension JSONValue {
     var prettyPrinted: String {
         var text = ""
         appendPretty(to: &text, indent: "")
-        return text
+        return Console.jsonSafe(text)
     }
 
     private func appendPretty(to text: inout String, indent: String) {

@@ -10,8 +10,9 @@ import Synchronization
 /// same one transaction.
 extension PostgresAccountStore {
     /// Copies `extras` (client keys, nonces) and what `produce` writes into this tenant, sealed
-    /// under this store's key and tenant. Every row is announced, so a host of the tenant
-    /// already running takes the accounts up as they commit.
+    /// under this store's key and tenant. No host of the tenant may be alive: the tenant is a
+    /// target in use, and a host holding another key could open none of the rows (a blind attack
+    /// copied into a tenant whose host ran: the host saw nothing, then exited 78 at its next start).
     /// - Parameters:
     ///   - replacing: the tenant's rows are deleted first, in the transaction (which the
     ///     reads of `produce`, on other connections, do not see); otherwise it must hold none.
@@ -27,13 +28,13 @@ extension PostgresAccountStore {
         return try await write(replacing ? "resealing accounts" : "copying accounts", deadline: deadline) { [self] session in
             // The tenant's turn (as a default change takes it), then a look at what it holds.
             try await lockDefault(session)
+            // No host of the tenant may be alive: one that starts waits for this lock
+            // (`verifyKeyAsHost`), one that started before it said so.
+            let hosts = try await session.run("""
+                SELECT owner FROM blueskyd_host WHERE tenant = \(tenant) AND alive_until > \(unescaped: Self.databaseNow) ORDER BY owner
+                """).map { try $0.decode(String.self) }
+            guard hosts.isEmpty else { throw StoreError.hostsAlive(hosts) }
             if replacing {
-                // No host of the tenant may be alive: one that starts waits for this lock
-                // (`verifyKeyAsHost`), one that started before it said so.
-                let hosts = try await session.run("""
-                    SELECT owner FROM blueskyd_host WHERE tenant = \(tenant) AND alive_until > \(unescaped: Self.databaseNow) ORDER BY owner
-                    """).map { try $0.decode(String.self) }
-                guard hosts.isEmpty else { throw StoreError.hostsAlive(hosts) }
                 // Nonces go with their accounts (ON DELETE CASCADE).
                 try await session.run("DELETE FROM account WHERE tenant = \(tenant)")
                 try await session.run("DELETE FROM oauth_client_key WHERE tenant = \(tenant)")

@@ -33,21 +33,27 @@ public struct ConsoleLog: LogSink {
     }
 
     /// Newlines become spaces; other control characters (a server's text may carry escape
-    /// sequences) are shown as `\u{…}` instead of reaching the terminal.
+    /// sequences) and the bidirectional controls (U+202E shows the rest of a line reversed) are
+    /// shown as `\u{…}` instead of reaching the terminal.
     private static func oneLine(_ text: String) -> String {
-        guard text.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
-            return text
-        }
+        guard text.unicodeScalars.contains(where: { isControl($0.value) }) else { return text }
         var line = ""
         for scalar in text.unicodeScalars {
             switch scalar.value {
             case 0x0A, 0x0D, 0x85: line += " "
             case 0x09: line += "\t"
-            case 0..<0x20, 0x7F...0x9F: line += "\\u{" + String(scalar.value, radix: 16) + "}"
+            case let value where isControl(value): line += "\\u{" + String(value, radix: 16) + "}"
             default: line.unicodeScalars.append(scalar)
             }
         }
         return line
+    }
+
+    private static func isControl(_ value: UInt32) -> Bool {
+        switch value {
+        case 0..<0x20, 0x7F...0x9F, 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: true
+        default: false
+        }
     }
 
     private static func timestamp(_ date: Date) -> String {

@@ -7,17 +7,21 @@ public enum ServerText {
     /// are under 100 bytes).
     public static let limit = 512
 
+    /// At most `limit` bytes, the mark included (for a limit longer than the mark), so that
+    /// clipping what was clipped changes nothing: a body written out again reads the same.
     public static func clipped(_ text: String, limit: Int = limit) -> String {
         guard text.utf8.count > limit else { return text }
+        let mark = "… (\(text.utf8.count) bytes, cut)"
+        let budget = max(0, limit - mark.utf8.count)
         var kept = ""
         var bytes = 0
         for character in text {
             let size = character.utf8.count
-            guard bytes + size <= limit else { break }
+            guard bytes + size <= budget else { break }
             kept.append(character)
             bytes += size
         }
-        return kept + "… (\(text.utf8.count) bytes, cut)"
+        return kept + mark
     }
 
     public static func clipped(_ text: String?, limit: Int = limit) -> String? {

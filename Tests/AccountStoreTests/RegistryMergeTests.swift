@@ -38,7 +38,9 @@ struct RegistryMergeTests {
             "did:plc:d": Self.held(0, sealed: true, id: onlyHere),
         ], targetDefault: nil)
         #expect(merge.admit(Self.account("did:plc:a", refreshed: nil, issued: 20)) == nil, "the target's is newer")
-        #expect(merge.admit(Self.account("did:plc:b", refreshed: nil, issued: 20)) != nil, "the source's is newer")
+        let replacing = merge.admit(Self.account("did:plc:b", refreshed: nil, issued: 20))
+        #expect(replacing != nil, "the source's is newer")
+        #expect(replacing?.record.id == olderHere, "the source's session under the target's id (a blind attack)")
         #expect(merge.admit(Self.account("did:plc:c", refreshed: nil, issued: 50)) == nil, "a tie keeps the store in use")
         #expect(merge.admit(Self.account("did:plc:e", refreshed: nil, issued: 5)) != nil, "only in the source")
         #expect(merge.keeps(newerHere) && merge.keeps(same) && merge.keeps(onlyHere))

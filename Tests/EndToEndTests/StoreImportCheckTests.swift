@@ -100,6 +100,13 @@ struct StoreImportCheckTests {
             #expect(refused.status == 78, "\(refused.stderr)")
             #expect(try database.psql("SELECT count(*) FROM account", database: "blueskyd") == "0", "nothing written")
             #expect(!FileManager.default.fileExists(atPath: hostState + "/store.key"), "no key left beside an empty tenant")
+            let shortLease = directory.path + "/short-lease.toml"
+            try (try String(contentsOfFile: config, encoding: .utf8) + "lease_seconds = 15\nupstream_timeout_seconds = 10\n")
+                .write(toFile: shortLease, atomically: true, encoding: .utf8)
+            let leaseRefused = try await fixture.blueskyd(["store", "import", "--config", shortLease, "--state-directory", hostState,
+                                                           "--from", file, "--key-file", key, "--check"])
+            #expect(leaseRefused.status == 78 && leaseRefused.stderr.contains("lease_seconds"), "\(leaseRefused.stderr)")
+            #expect(try database.psql("SELECT count(*) FROM account", database: "blueskyd") == "0", "nothing written")
 
             let imported = try await fixture.blueskyd(importing + ["--check", "--json"])
             #expect(imported.status == 0, "\(imported.stderr)")

@@ -46,6 +46,16 @@ struct StoreTenantCopyTests {
                                         database: "blueskyd")
 
             try SharedStoreHosts.provisionKey(keyHex, stateDirectory: directory.path + "/dave/host/state")
+            let copyIntoErin = ["store", "copy", "--config", configs["dave"]!, "--state-directory", directory.path + "/dave/host/state",
+                                "--to", urls["erin"]!, "--to-tenant", "erin", "--to-password-file", directory.path + "/erin/store-password"]
+            // A tenant in use is no target, even empty: its host, with a key of its own, could open none of the rows.
+            let running = try await SharedStoreHosts.startHost(1, in: directory.path + "/erin", keyHex: SharedStoreHosts.randomKeyHex(),
+                                                               config: configs["erin"]!, testbed: testbed)
+            let busy = try await fixture.blueskyd(copyIntoErin)
+            #expect(busy.status == 75 && busy.stderr.contains("nothing was written"), "\(busy.stderr)")
+            #expect(try database.psql("SELECT count(*) FROM account WHERE tenant = 'erin'", database: "blueskyd") == "0")
+            await running.stop()
+            try FileManager.default.removeItem(atPath: directory.path + "/erin/host1")
             let intoErin = try await fixture.blueskyd(["store", "copy", "--config", configs["dave"]!, "--state-directory",
                                                        directory.path + "/dave/host/state", "--to", urls["erin"]!,
                                                        "--to-tenant", "erin", "--to-password-file",

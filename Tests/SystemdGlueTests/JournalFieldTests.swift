@@ -65,6 +65,14 @@ struct JournalFieldTests {
         #expect(line.hasSuffix("error blueskyd: token [redacted] error=x [redacted] y\n"), "\(line)")
     }
 
+    @Test("a console line shows a server's control and bidirectional characters escaped, never raw (a blind attack)")
+    func controlsEscaped() {
+        let line = ConsoleLog.format(date: Date(timeIntervalSince1970: 0), level: .error, label: "blueskyd",
+                                     message: "refused", metadata: ["reason": "a\u{1B}]0;t\u{7}b\u{9B}c\u{202E}d\u{2066}e"])
+        #expect(!line.unicodeScalars.contains { [0x1B, 0x07, 0x9B, 0x202E, 0x2066].contains($0.value) }, "\(line)")
+        #expect(line.contains(#"a\u{1b}]0;t\u{7}b\u{9b}c\u{202e}d\u{2066}e"#), "\(line)")
+    }
+
     @Test("ordinary text that merely contains eyJ is left alone")
     func noFalsePositives() {
         #expect(LogRedaction.redact("heyJude.mp3") == "heyJude.mp3")

@@ -133,7 +133,12 @@ public final class RegistryMerge: Sendable {
                                          bySealedTokens: bySealed))
             if kept == .source { $0.replaced.insert(mine.id) }
         }
-        return kept == .source ? account : nil
+        guard kept == .source else { return nil }
+        // The source's session under the target's id: a client policy naming the account by its
+        // id, and anything else that holds the id, still finds it (a blind attack saw every
+        // merged account take the source's id, or a new one, unannounced).
+        account.record.id = mine.id
+        return account
     }
 
     /// Whether the target keeps its row `id`: not when the source's newer row replaced it.

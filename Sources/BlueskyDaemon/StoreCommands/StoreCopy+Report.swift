@@ -11,21 +11,14 @@ extension StoreCopy {
     func report(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
                 merge: RegistryMerge? = nil, renumbered: [UUID: UUID] = [:]) {
         var output: String
-        let moved = renumbered.sorted { $0.key.uuidString < $1.key.uuidString }
+        let moved = Self.sorted(renumbered)
         if options.json {
             output = Self.json(survey, source: source, target: target, copied: copied, seconds: seconds, merge: merge,
                                renumbered: moved)
         } else {
             output = Self.text(survey, source: source, target: target, copied: copied, seconds: seconds)
             if let merge { output += "\n" + merge.summary }
-            if !moved.isEmpty {
-                output += "\n\(moved.count) account(s) have a new id in the target (their ids are another tenant's in its "
-                    + "database); a client policy naming one by its id needs the new one:"
-                for (old, new) in moved.prefix(100) {
-                    output += "\n  \(old.uuidString.lowercased()) → \(new.uuidString.lowercased())"
-                }
-                if moved.count > 100 { output += "\n  … (--json lists all)" }
-            }
+            if !moved.isEmpty { output += "\n" + Self.renumberedText(moved) }
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
@@ -68,13 +61,29 @@ extension StoreCopy {
         ]
         object["copied"] = copied.map { .number(Double($0)) }
         object["merge"] = merge?.json
-        if copied != nil {
-            object["renumbered"] = .array(renumbered.map { pair in
-                .object(["from": .string(pair.key.uuidString.lowercased()), "to": .string(pair.value.uuidString.lowercased())])
-            })
-        }
+        if copied != nil { object["renumbered"] = renumberedJSON(renumbered) }
         object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
         return String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
+    }
+}
+
+/// The accounts a copy or an import gave a new id in a PostgreSQL tenant (their ids are another
+/// tenant's in its database), old → new: a client policy naming one by its id needs the new one.
+extension StoreSubcommand {
+    static func renumberedText(_ moved: [(key: UUID, value: UUID)]) -> String {
+        var text = "\(moved.count) account(s) have a new id in the target (their ids are another tenant's in its database); "
+            + "a client policy naming one by its id needs the new one:"
+        for (old, new) in moved.prefix(100) { text += "\n  \(old.uuidString.lowercased()) → \(new.uuidString.lowercased())" }
+        if moved.count > 100 { text += "\n  … (--json lists all)" }
+        return text
+    }
+
+    static func renumberedJSON(_ moved: [(key: UUID, value: UUID)]) -> JSONValue {
+        .array(moved.map { .object(["from": .string($0.key.uuidString.lowercased()), "to": .string($0.value.uuidString.lowercased())]) })
+    }
+
+    static func sorted(_ renumbered: [UUID: UUID]) -> [(key: UUID, value: UUID)] {
+        renumbered.sorted { $0.key.uuidString < $1.key.uuidString }
     }
 }
 

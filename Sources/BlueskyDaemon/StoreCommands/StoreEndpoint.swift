@@ -17,17 +17,29 @@ struct StoreEndpoint {
     /// The key's file, for messages.
     let keyFile: URL
 
+    /// A store URL as a message may show it: no password, no query (which may carry one).
+    static func withoutSecrets(_ text: String) -> String {
+        guard var components = URLComponents(string: text) else { return "the store URL" }
+        if components.password != nil { components.password = "…" }
+        components.query = nil
+        return components.string ?? "the store URL"
+    }
+
     /// "postgres://…" or "postgresql://…" names a database; anything else a state directory.
     /// A PostgreSQL tenant defaults to the URL's user: row-level security holds a role to the
     /// tenant of its name. `mustExist`: a state directory read from (never made up by a typo).
     static func place(_ text: String, tenant: String?, passwordFile: String?, mustExist: Bool = false)
         throws(DaemonStartupError) -> Place {
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
-            let user = (try? PostgresStoreSettings(url: text, password: nil, tenant: "x"))?.user
-            guard let tenant = tenant ?? user else {
-                throw DaemonStartupError("cannot use \(text) as a store: it names no user (add one, or --to-tenant)",
-                                         exitCode: .usage)
+            let user: String
+            do {
+                user = try PostgresStoreSettings(url: text, password: nil, tenant: "x").user
+            } catch {
+                // The settings' own reason (a password in the URL, no user, an unknown parameter),
+                // about the URL without its secrets: a blind attack saw a password echoed here.
+                throw DaemonStartupError("cannot use \(Self.withoutSecrets(text)) as a store: \(error)", exitCode: .usage)
             }
+            let tenant = tenant ?? user
             return .postgres(url: text, tenant: tenant,
                              password: try passwordFile.map { path throws(DaemonStartupError) in try Daemon.readPasswordFile(path) })
         }

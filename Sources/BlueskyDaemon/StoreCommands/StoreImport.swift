@@ -66,6 +66,7 @@ public struct StoreImport: StoreSubcommand {
         if options.check {
             // What the check needs of the configuration (its CA file, nameservers, PLC URL) is
             // refused now, before anything is written, not after the import committed.
+            try daemon.checkLease()
             try await daemon.outboundClients().shutdown()
         }
         let merging = options.merge ? try await target.openForMerge(daemon: daemon) : nil
@@ -119,7 +120,7 @@ public struct StoreImport: StoreSubcommand {
         }
         // The import stands whatever the check met: its report first, then why the check could not run.
         say(accounts: imported.withLock { $0 }, extras: extras, into: target, seconds: seconds, merge: merging?.merge,
-            checked: checked, renumbered: renumbered.count)
+            checked: checked, renumbered: Self.sorted(renumbered))
         if let checkFailure { throw checkFailure }
     }
 
@@ -161,7 +162,7 @@ public struct StoreImport: StoreSubcommand {
     }
 
     private func say(accounts: Int, extras: RegistryExtras, into target: StoreEndpoint?, seconds: Double?, merge: RegistryMerge?,
-                     checked: [ImportCheck.Line]? = nil, renumbered: Int = 0) {
+                     checked: [ImportCheck.Line]? = nil, renumbered: [(key: UUID, value: UUID)] = []) {
         var output: String
         if options.json {
             var object: [String: JSONValue] = [
@@ -172,7 +173,7 @@ public struct StoreImport: StoreSubcommand {
             object["seconds"] = seconds.map { .number(($0 * 1000).rounded() / 1000) }
             object["merge"] = merge?.json
             object["check"] = checked.map(ImportCheck.json)
-            if target != nil { object["renumbered"] = .number(Double(renumbered)) }
+            if target != nil { object["renumbered"] = Self.renumberedJSON(renumbered) }
             output = String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
         } else {
             let what = "\(accounts) account\(accounts == 1 ? "" : "s"), \(extras.clientKeys.count) OAuth client key(s), "
@@ -183,10 +184,7 @@ public struct StoreImport: StoreSubcommand {
                 ?? "Dry run: \(options.from) holds \(what), whole and sealed with this key, and the store "
                     + (merge == nil ? "is empty" : "takes them") + "; nothing was written."
             if let merge { output += "\n" + merge.summary }
-            if renumbered > 0 {
-                output += "\n  \(renumbered) account(s) have a new id (their ids are another tenant's in this database): a client "
-                    + "policy naming one by its id needs the new one (bskyctl accounts lists them)."
-            }
+            if !renumbered.isEmpty { output += "\n" + Self.renumberedText(renumbered) }
             if let checked { output += "\n" + ImportCheck.summary(checked) }
         }
         FileHandle.standardOutput.write(Data((output + "\n").utf8))

@@ -1,6 +1,7 @@
 import BlueskyHTTP
 import Foundation
 @testable import JSONRPC
+import WebBasics
 
 /// libFuzzer entry point: one input is the body of a failed XRPC call, read by
 /// `XRPCErrorBody(response:)` (the proxy asks it whether a PDS said `ExpiredToken`).
@@ -34,7 +35,10 @@ public func fuzzXRPCError(_ start: UnsafeRawPointer, _ count: Int) -> CInt {
 private func checkAgreement(_ body: XRPCErrorBody, bytes: [UInt8]) {
     guard let object = (try? JSONValue.parse(bytes))?.objectValue else { return }
     let keys = topLevelKeys(bytes)
-    for (key, decoded) in [("error", body.error), ("message", body.message)] where object[key]?.stringValue != decoded {
+    // Both as people read them: a name cut to 128 bytes, a message to 512.
+    let limits = ["error": 128, "message": ServerText.limit]
+    for (key, decoded) in [("error", body.error), ("message", body.message)]
+    where object[key]?.stringValue.map({ ServerText.clipped($0, limit: limits[key]!) }) != decoded {
         // Known: with a key given twice, JSONDecoder keeps the first value and JSONValue the last.
         require(keys.filter { $0 == key }.count > 1,
                 "\(key) reads as \(String(describing: decoded)) here, \(String(describing: object[key])) in JSONValue")
