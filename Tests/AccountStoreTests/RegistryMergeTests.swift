@@ -82,11 +82,14 @@ struct RegistryMergeTests {
 
     @Test("the target's default stays the default; with none, the source's becomes it")
     func defaults() {
-        let merge = RegistryMerge(held: ["did:plc:here": Self.held(0, sealed: true)], targetDefault: "did:plc:here")
+        let here = UUID()
+        let merge = RegistryMerge(held: ["did:plc:here": Self.held(0, sealed: true, id: here)], targetDefault: "did:plc:here")
+        #expect(merge.targetDefaultID == here, "the report names the default the target keeps, by its own id")
         #expect(merge.admit(Self.account("did:plc:there", refreshed: nil, issued: 5, isDefault: true))?.record.isDefault == false)
         #expect(merge.admit(Self.account("did:plc:here", refreshed: nil, issued: 5))?.record.isDefault == true,
                 "the default's newer row stays default")
         let none = RegistryMerge(held: ["did:plc:here": Self.held(0, sealed: true)], targetDefault: nil)
+        #expect(none.targetDefaultID == nil)
         #expect(none.admit(Self.account("did:plc:there", refreshed: nil, issued: 5, isDefault: true))?.record.isDefault == true)
     }
 

@@ -64,6 +64,7 @@ struct StoreTenantCopyTests {
             let renumbered = intoErin.json?["renumbered"]?.arrayValue ?? []
             #expect(renumbered.count == 2, "\(intoErin.stdout)")
             let newIDs = Set(renumbered.compactMap { $0["to"]?.stringValue })
+            #expect(intoErin.json?["default"]?.stringValue.map(newIDs.contains) == true, "the default, by its id in erin: \(intoErin.stdout)")
             let erinIDs = try database.psql("SELECT string_agg(id::text, ',' ORDER BY id) FROM account WHERE tenant = 'erin'",
                                             database: "blueskyd")
             #expect(Set(erinIDs.split(separator: ",").map(String.init)) == newIDs, "the report names the ids erin holds")

@@ -152,6 +152,9 @@ public final class RegistryMerge: Sendable {
     /// Source accounts the target did not hold, by DID.
     public var added: [String] { tally.withLock { $0.added } }
     public var targetAccounts: Int { held.count }
+    /// The target's default account, which it keeps (its id too: a merge keeps the target's
+    /// ids); nil when it had none and takes the source's.
+    public var targetDefaultID: UUID? { targetDefault.flatMap { held[$0]?.id } }
 
     /// The client keys of both: the target's, and the source's it lacks. A key id both hold
     /// with different keys is refused: a session signed with one would be sent with the other.

@@ -16,7 +16,8 @@ extension StoreCopy {
             output = Self.json(survey, source: source, target: target, copied: copied, seconds: seconds, merge: merge,
                                renumbered: moved)
         } else {
-            output = Self.text(survey, source: source, target: target, copied: copied, seconds: seconds)
+            output = Self.text(survey, source: source, target: target, copied: copied, seconds: seconds,
+                               defaultAccount: Self.targetDefault(survey, merge: merge, renumbered: renumbered))
             if let merge { output += "\n" + merge.summary }
             if !moved.isEmpty { output += "\n" + Self.renumberedText(moved) }
         }
@@ -28,7 +29,16 @@ extension StoreCopy {
         return names.map { "\(survey.byKind[$0.0] ?? 0) \($0.1)" }.joined(separator: ", ")
     }
 
-    static func text(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?) -> String {
+    /// The default account as the target has it: the source's, under its new id when it was
+    /// renumbered; in a merge, the target's own unless it had none (a blind attack saw the
+    /// report name an id the target did not hold).
+    static func targetDefault(_ survey: RegistryCopy.Survey, merge: RegistryMerge?, renumbered: [UUID: UUID]) -> UUID? {
+        if let kept = merge?.targetDefaultID { return kept }
+        return survey.defaultAccount.map { renumbered[$0] ?? $0 }
+    }
+
+    static func text(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
+                     defaultAccount: UUID?) -> String {
         let sameKey = source.key == target.key
         var lines = [
             copied.map { "Copied \($0) account\($0 == 1 ? "" : "s") from \(source.location) to \(target.location)"
@@ -36,7 +46,7 @@ extension StoreCopy {
                 ?? "Dry run: would copy \(survey.accounts) account\(survey.accounts == 1 ? "" : "s") from \(source.location) to "
                 + "\(target.location); nothing was written.",
             "  \(kinds(survey)); \(survey.needsLogin) needing a login; \(survey.clientKeys) OAuth client key(s), "
-                + "\(survey.nonces) DPoP nonce(s); default: \(survey.defaultAccount?.uuidString.lowercased() ?? "none")",
+                + "\(survey.nonces) DPoP nonce(s); default: \(defaultAccount?.uuidString.lowercased() ?? "none")",
             "  sealed with the key \(StoreKey.keyFingerprint(target.key)) (\(target.keyFile.path))"
                 + (sameKey ? ", the source's" : ", resealed from \(StoreKey.keyFingerprint(source.key))"),
         ]
@@ -49,6 +59,7 @@ extension StoreCopy {
 
     static func json(_ survey: RegistryCopy.Survey, source: StoreEndpoint, target: StoreEndpoint, copied: Int?, seconds: Double?,
                      merge: RegistryMerge?, renumbered: [(key: UUID, value: UUID)] = []) -> String {
+        let renumberedMap = Dictionary(renumbered.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
         var kinds: [String: JSONValue] = [:]
         for kind in AuthKind.allCases { kinds[kind.rawValue] = .number(Double(survey.byKind[kind] ?? 0)) }
         var object: [String: JSONValue] = [
@@ -56,7 +67,7 @@ extension StoreCopy {
             "accounts": .number(Double(survey.accounts)), "byKind": .object(kinds),
             "needsLogin": .number(Double(survey.needsLogin)), "clientKeys": .number(Double(survey.clientKeys)),
             "nonces": .number(Double(survey.nonces)),
-            "default": survey.defaultAccount.map { .string($0.uuidString.lowercased()) } ?? .null,
+            "default": targetDefault(survey, merge: merge, renumbered: renumberedMap).map { .string($0.uuidString.lowercased()) } ?? .null,
             "keyFingerprint": .string(StoreKey.keyFingerprint(target.key)), "resealed": .bool(source.key != target.key),
         ]
         object["copied"] = copied.map { .number(Double($0)) }
