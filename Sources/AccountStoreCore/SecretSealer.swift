@@ -18,14 +18,47 @@ package struct SecretSealer: Sendable {
     static let purposeLabel = Array("blueskyd/account-secrets/v2".utf8)
     package static let legacyPurposeLabel = Array("blueskyd/account-secrets/v1".utf8)
 
-    let key: SymmetricKey
-    /// The key of the accounts' metadata seals, derived from the store key (never the key itself).
-    private let metadataKey: SymmetricKey
+    /// One store key and the key of the accounts' metadata seals derived from it (never the
+    /// store key itself).
+    struct Keyed: Sendable {
+        let key: SymmetricKey
+        let metadataKey: SymmetricKey
+
+        init(_ key: SymmetricKey) {
+            self.key = key
+            metadataKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data("blueskyd/account-metadata/v1".utf8),
+                                                 outputByteCount: 32)
+        }
+    }
+
+    /// The key everything is sealed with.
+    private let writing: Keyed
+    /// Every key, the writing one first: the order in which a sealed value is tried. The others
+    /// are keys rows may still be sealed with during a rekey while hosts run
+    /// (docs/design/rekey.md): opened and checked with, never sealed with. Stored, not built
+    /// per call: every row's seal is checked as it loads.
+    private let ring: [Keyed]
+
+    var key: SymmetricKey { writing.key }
+    private var metadataKey: SymmetricKey { writing.metadataKey }
 
     package init(key: SymmetricKey) {
-        self.key = key
-        metadataKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data("blueskyd/account-metadata/v1".utf8),
-                                             outputByteCount: 32)
+        self.init(sealingWith: key, alsoOpening: [])
+    }
+
+    /// A key ring: seals with `key`, opens and checks with it or any of `others`.
+    package init(sealingWith key: SymmetricKey, alsoOpening others: [SymmetricKey]) {
+        writing = Keyed(key)
+        ring = [writing] + others.filter { $0 != key }.map(Keyed.init)
+    }
+
+    /// The fingerprint (`StoreKey.keyFingerprint`) of the key that sealed `blob` for `account`,
+    /// among this ring's; nil when none opens it. For counting how many rows each key seals.
+    package func sealingKey(of blob: Data, account: UUID) -> String? {
+        let label = blob.first == Self.legacyFormatVersion ? Self.legacyPurposeLabel : Self.purposeLabel
+        let additionalData = Self.additionalData(for: account, label: label)
+        return ring.first { Self.open(bytes: blob, additionalData: additionalData, with: $0.key) != nil }
+            .map { StoreKey.keyFingerprint($0.key) }
     }
 
     /// A seal under the store key over what decides where an account's tokens go and which
@@ -48,12 +81,15 @@ package struct SecretSealer: Sendable {
     package func check(_ record: AccountRecord, tenant: String, seal: Data?) -> MetadataSealCheck {
         guard let seal else { return .missing }
         if seal.count == 33, seal.first == Self.metadataSealVersion {
-            return HMAC<SHA256>.isValidAuthenticationCode(seal.dropFirst(), authenticating:
-                Self.sealedMetadata(record, tenant: tenant), using: metadataKey) ? .holds : .broken
+            let sealed = Self.sealedMetadata(record, tenant: tenant)
+            return ring.contains { HMAC<SHA256>.isValidAuthenticationCode(seal.dropFirst(), authenticating: sealed,
+                                                                         using: $0.metadataKey) } ? .holds : .broken
         }
-        if seal.count == 32, HMAC<SHA256>.isValidAuthenticationCode(
-            seal, authenticating: Self.sealedMetadata(record, tenant: tenant, version: 1), using: metadataKey) {
-            return .olderVersion
+        if seal.count == 32 {
+            let sealed = Self.sealedMetadata(record, tenant: tenant, version: 1)
+            if ring.contains(where: { HMAC<SHA256>.isValidAuthenticationCode(seal, authenticating: sealed, using: $0.metadataKey) }) {
+                return .olderVersion
+            }
         }
         return .broken
     }
@@ -123,9 +159,16 @@ package struct SecretSealer: Sendable {
         return blob
     }
 
-    /// The plaintext, or nil when the blob is not of this key and additional data.
+    /// The plaintext, or nil when the blob is not of this ring's keys and additional data.
     package func open(bytes blob: Data, additionalData: Data) -> Data? {
-        guard let version = blob.first, version == Self.formatVersion || version == Self.legacyFormatVersion,
+        for keyed in ring {
+            if let plaintext = Self.open(bytes: blob, additionalData: additionalData, with: keyed.key) { return plaintext }
+        }
+        return nil
+    }
+
+    private static func open(bytes blob: Data, additionalData: Data, with key: SymmetricKey) -> Data? {
+        guard let version = blob.first, version == formatVersion || version == legacyFormatVersion,
               let box = try? AES.GCM.SealedBox(combined: blob.dropFirst()) else {
             return nil
         }
