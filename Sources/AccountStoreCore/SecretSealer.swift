@@ -23,9 +23,11 @@ package struct SecretSealer: Sendable {
     struct Keyed: Sendable {
         let key: SymmetricKey
         let metadataKey: SymmetricKey
+        let fingerprint: String
 
         init(_ key: SymmetricKey) {
             self.key = key
+            fingerprint = StoreKey.keyFingerprint(key)
             metadataKey = HKDF<SHA256>.deriveKey(inputKeyMaterial: key, info: Data("blueskyd/account-metadata/v1".utf8),
                                                  outputByteCount: 32)
         }
@@ -49,7 +51,54 @@ package struct SecretSealer: Sendable {
     /// A key ring: seals with `key`, opens and checks with it or any of `others`.
     package init(sealingWith key: SymmetricKey, alsoOpening others: [SymmetricKey]) {
         writing = Keyed(key)
-        ring = [writing] + others.filter { $0 != key }.map(Keyed.init)
+        var ring = [writing]
+        for other in others.map(Keyed.init) where !ring.contains(where: { $0.fingerprint == other.fingerprint }) { ring.append(other) }
+        self.ring = ring
+    }
+
+    /// The fingerprint (`StoreKey.keyFingerprint`) of the key this ring seals with: what a row
+    /// it writes records as `sealed_by`.
+    package var writingFingerprint: String { writing.fingerprint }
+
+    /// Every key's fingerprint, the writing one first.
+    package var fingerprints: [String] { ring.map(\.fingerprint) }
+
+    /// The same keys, sealing with the one whose fingerprint is `fingerprint`; nil when the ring
+    /// does not hold it.
+    package func writing(with fingerprint: String) -> SecretSealer? {
+        guard let chosen = ring.first(where: { $0.fingerprint == fingerprint }) else { return nil }
+        return SecretSealer(writing: chosen, ring: [chosen] + ring.filter { $0.fingerprint != fingerprint })
+    }
+
+    private init(writing: Keyed, ring: [Keyed]) {
+        self.writing = writing
+        self.ring = ring
+    }
+
+    /// `blob` sealed again under the writing key, in its own format version (a version 1 blob
+    /// stays version 1: a version 2 one would claim a metadata seal its row never had); nil
+    /// when no key of the ring opens it. The plaintext is never decoded.
+    package func resealed(_ blob: Data, account: UUID) -> Data? {
+        let legacy = blob.first == Self.legacyFormatVersion
+        let additionalData = Self.additionalData(for: account, label: legacy ? Self.legacyPurposeLabel : Self.purposeLabel)
+        guard let plaintext = open(bytes: blob, additionalData: additionalData),
+              let combined = try? AES.GCM.seal(plaintext, using: key, authenticating: additionalData).combined else { return nil }
+        return Data([legacy ? Self.legacyFormatVersion : Self.formatVersion]) + combined
+    }
+
+    /// A metadata seal made again under the writing key, of the same version as `seal`, when
+    /// `seal` holds for `record` under a key of the ring; nil otherwise (a broken or missing
+    /// seal stays as it is: resealing it would pass off an altered row as the key holder's).
+    package func resealedMetadataSeal(_ seal: Data?, record: AccountRecord, tenant: String) -> Data? {
+        switch check(record, tenant: tenant, seal: seal) {
+        case .holds:
+            return metadataSeal(record, tenant: tenant)
+        case .olderVersion:
+            return Data(HMAC<SHA256>.authenticationCode(for: Self.sealedMetadata(record, tenant: tenant, version: 1),
+                                                        using: metadataKey))
+        case .missing, .broken:
+            return nil
+        }
     }
 
     /// The fingerprint (`StoreKey.keyFingerprint`) of the key that sealed `blob` for `account`,
@@ -57,8 +106,7 @@ package struct SecretSealer: Sendable {
     package func sealingKey(of blob: Data, account: UUID) -> String? {
         let label = blob.first == Self.legacyFormatVersion ? Self.legacyPurposeLabel : Self.purposeLabel
         let additionalData = Self.additionalData(for: account, label: label)
-        return ring.first { Self.open(bytes: blob, additionalData: additionalData, with: $0.key) != nil }
-            .map { StoreKey.keyFingerprint($0.key) }
+        return ring.first { Self.open(bytes: blob, additionalData: additionalData, with: $0.key) != nil }?.fingerprint
     }
 
     /// A seal under the store key over what decides where an account's tokens go and which

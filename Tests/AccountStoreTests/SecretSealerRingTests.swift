@@ -49,4 +49,31 @@ struct SecretSealerRingTests {
         #expect(SecretSealer(key: Self.new).check(Self.record, tenant: "alice", seal: fresh) == .holds)
         #expect(SecretSealer(key: Self.old).check(Self.record, tenant: "alice", seal: fresh) == .broken)
     }
+
+    @Test("a rekey's reseal keeps each blob's format version and each seal's, and makes nothing of a value no key opens or a broken seal")
+    func resealKeepsVersions() throws {
+        let account = Self.record.id
+        let ring = SecretSealer(sealingWith: Self.new, alsoOpening: [Self.old])
+        let current = try SecretSealer(key: Self.old).seal(Self.secrets, account: account)
+        let resealed = try #require(ring.resealed(current, account: account))
+        #expect(resealed.first == current.first && ring.sealingKey(of: resealed, account: account) == StoreKey.keyFingerprint(Self.new))
+        #expect(SecretSealer(key: Self.new).wasSealedWithMetadata(resealed, account: account))
+        // A version 1 blob (a row from before metadata seals) stays version 1: as version 2 it
+        // would claim a seal its row never had.
+        let plaintext = try JSONEncoder().encode(Self.secrets)
+        let legacyData = SecretSealer.additionalData(for: account, label: SecretSealer.legacyPurposeLabel)
+        var legacy = Data([SecretSealer.legacyFormatVersion])
+        legacy.append(try AES.GCM.seal(plaintext, using: Self.old, authenticating: legacyData).combined!)
+        let legacyResealed = try #require(ring.resealed(legacy, account: account))
+        #expect(legacyResealed.first == SecretSealer.legacyFormatVersion)
+        #expect(try SecretSealer(key: Self.new).open(legacyResealed, account: account) == Self.secrets)
+        #expect(!SecretSealer(key: Self.new).wasSealedWithMetadata(legacyResealed, account: account))
+        // Nothing to reseal: a stranger's blob, a broken seal, no seal.
+        #expect(ring.resealed(try SecretSealer(key: Self.stranger).seal(Self.secrets, account: account), account: account) == nil)
+        let seal = SecretSealer(key: Self.old).metadataSeal(Self.record, tenant: "alice")
+        let newSeal = try #require(ring.resealedMetadataSeal(seal, record: Self.record, tenant: "alice"))
+        #expect(SecretSealer(key: Self.new).check(Self.record, tenant: "alice", seal: newSeal) == .holds)
+        #expect(ring.resealedMetadataSeal(seal, record: Self.record, tenant: "bob") == nil)
+        #expect(ring.resealedMetadataSeal(nil, record: Self.record, tenant: "alice") == nil)
+    }
 }
