@@ -49,6 +49,10 @@ public struct StateDirectory: Sendable, Equatable {
     /// `store.key` when the pass ends, or by the next start when a kill came between.
     public var nextKeyFile: URL { url.appendingPathComponent("store.key.next") }
 
+    /// A second key installed for a rekey while a shared store's hosts run (docs/design/rekey.md):
+    /// the host opens rows under it too, and writes with it once the tenant names it.
+    public var newKeyFile: URL { url.appendingPathComponent("store.key.new") }
+
     /// The single-instance lock file.
     public var lockFile: URL { url.appendingPathComponent("blueskyd.lock") }
 

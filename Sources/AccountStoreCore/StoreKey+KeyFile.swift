@@ -89,6 +89,22 @@ extension StoreKey {
         return true
     }
 
+    /// The credential of an installed second key (`StateDirectory.newKeyFile`).
+    public static let newKeyCredential = "blueskyd-store-key-new"
+
+    /// The installed second key: systemd's credential `blueskyd-store-key-new` when passed,
+    /// else `newKeyFile` when it exists; nil when neither is there.
+    public static func installedNewKey(newKeyFile: URL,
+                                       environment: [String: String] = ProcessInfo.processInfo.environment) throws -> SymmetricKey? {
+        if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            let credential = URL(fileURLWithPath: directory).appendingPathComponent(newKeyCredential)
+            if FileManager.default.fileExists(atPath: credential.path) {
+                return try load(credentialName: newKeyCredential, keyFile: credential, environment: environment)
+            }
+        }
+        return try readKeyFile(newKeyFile.path)
+    }
+
     /// The key in `keyFile` (checked private like any key file), or nil when there is none.
     public static func existing(keyFile: URL) throws -> SymmetricKey? {
         try readKeyFile(keyFile.path)

@@ -69,6 +69,7 @@ public enum SharedStoreHosts {
         GRANT USAGE ON SCHEMA public TO \(name);
         GRANT SELECT, INSERT, UPDATE, DELETE ON account, dpop_nonce, oauth_client_key, blueskyd_host, blueskyd_clock TO \(name);
         GRANT SELECT, INSERT, UPDATE ON blueskyd_tenant_lock TO \(name);
+        GRANT SELECT, INSERT, UPDATE, DELETE ON blueskyd_tenant_key TO \(name);
         GRANT SELECT ON blueskyd_migration, blueskyd_tenant_sealed TO \(name);
         """
     }

@@ -7,13 +7,14 @@ extension PostgresAccountStore {
     /// `isDefault` takes over as the tenant's only default.
     /// - Throws: `.duplicateDID` for the first DID the tenant has already.
     public func insert(contentsOf accounts: [(record: AccountRecord, secrets: AccountSecrets)]) async throws(StoreError) {
+        let sealer = sealer
         var rows: [(AccountRecord, Data)] = []
         rows.reserveCapacity(accounts.count)
         for account in accounts { rows.append((account.record, try sealer.seal(account.secrets, account: account.record.id))) }
         // A default changes another row first, so those go one by one; the rest many per statement.
         let chunks = rows.contains { $0.0.isDefault } ? rows.map { [$0] } : stride(from: 0, to: rows.count, by: Self.insertChunk)
             .map { Array(rows[$0..<min($0 + Self.insertChunk, rows.count)]) }
-        let statements = chunks.map { (chunk: $0, query: notifying(insertStatement($0), ids: $0.map(\.0.id))) }
+        let statements = chunks.map { (chunk: $0, query: notifying(insertStatement($0, sealedWith: sealer), ids: $0.map(\.0.id))) }
         try await insertRows(statements)
     }
 
@@ -40,9 +41,11 @@ extension PostgresAccountStore {
     /// Rows per INSERT: 32 parameters each, under PostgreSQL's 65,535 per statement.
     static let insertChunk = 1_000
 
+    /// `chunk`'s secrets were sealed with `sealer`, which seals their metadata too.
     /// `withMark`: the write-ahead mark too (a copy's rows keep a refresh left unfinished).
-    func insertStatement(_ chunk: [(AccountRecord, Data)], withMark: Bool = false) -> PostgresQuery {
-        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "metadata_seal", "refresh_due_at"]
+    func insertStatement(_ chunk: [(AccountRecord, Data)], sealedWith sealer: SecretSealer, withMark: Bool = false) -> PostgresQuery {
+        let columns = ["id", "tenant", "is_default", "secrets_version", "sealed_secrets", "metadata_seal", "sealed_by",
+                       "metadata_sealed_by", "refresh_due_at"]
             + Self.metadataColumns + (withMark ? ["refresh_started_at"] : [])
         var binds = PostgresBindings(capacity: columns.count * chunk.count)
         var values: [String] = []
@@ -55,7 +58,9 @@ extension PostgresAccountStore {
             binds.append(record.isDefault)
             binds.append(record.secretsVersion)
             binds.append(ByteBuffer(bytes: sealed))
-            binds.append(seal(record))
+            binds.append(ByteBuffer(bytes: sealer.metadataSeal(record, tenant: settings.tenant)))
+            binds.append(sealer.writingFingerprint)
+            binds.append(sealer.writingFingerprint)
             // Due at once on the shared schedule, should this host die before it records the real date.
             binds.append(record.state == .needsLogin ? nil : record.updatedAt.storedSeconds)
             Self.metadataBinds(record, into: &binds)
@@ -73,9 +78,11 @@ extension PostgresAccountStore {
             guard var stored = try await lockedRecord(session, id: record.id) else { throw StoreError.unknownAccount(record.id) }
             guard !stored.isAltered else { throw StoreError.recordAltered(account: record.id) }
             stored.merge(identityOf: record)
+            let sealed = seal(stored)
             try await session.run(notifying("""
                 UPDATE account SET handle = \(stored.handle), handle_verified = \(stored.handleVerified), pds = \(stored.pds),
-                    refresh_server = \(stored.refreshServer), metadata_seal = \(seal(stored)), updated_at = \(stored.updatedAt.storedSeconds)
+                    refresh_server = \(stored.refreshServer), metadata_seal = \(sealed.bytes), metadata_sealed_by = \(sealed.by),
+                    updated_at = \(stored.updatedAt.storedSeconds)
                 WHERE tenant = \(tenant) AND id = \(record.id)
                 """, ids: [record.id]))
         }
@@ -84,14 +91,15 @@ extension PostgresAccountStore {
     /// Replaces an account's session in place: the session's columns and the sealed secrets in
     /// one transaction; the id, creation date, default flag and profile stay.
     public func replaceSession(_ record: AccountRecord, secrets: AccountSecrets) async throws(StoreError) -> Int64 {
-        let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: record.id))
+        let sealed = try seal(secrets, account: record.id)
         let tenant = settings.tenant
         return try await write("replacing an account's session") { [self] session in
             let (isDefault, metadataSeal) = try await sessionSeal(session, for: record)
             try await updateSession(session, record)
             try await session.run("DELETE FROM dpop_nonce WHERE account_id = \(record.id)")
             let rows = try await session.run("""
-                UPDATE account SET sealed_secrets = \(sealed), metadata_seal = \(metadataSeal), is_default = \(isDefault),
+                UPDATE account SET sealed_secrets = \(sealed.bytes), sealed_by = \(sealed.by), metadata_seal = \(metadataSeal.bytes),
+                    metadata_sealed_by = \(metadataSeal.by), is_default = \(isDefault),
                     secrets_version = secrets_version + 1,
                     refresh_started_at = NULL, lease_owner = NULL, lease_expires_at = NULL,
                     refresh_due_at = \(record.updatedAt.storedSeconds)

@@ -5,14 +5,15 @@ import PostgresNIO
 extension PostgresAccountStore {
     /// Adds a client signing key of the tenant (sealed with the store key), for every host.
     public func addClientKey(_ key: StoredClientKey) async throws(StoreError) {
+        let sealer = sealer
         guard let sealed = sealer.seal(bytes: key.privateKey, additionalData: StoredClientKey.additionalData(keyID: key.keyID)) else {
             throw StoreError.database(context: "sealing an OAuth client key", reason: "AES-GCM failed")
         }
-        let tenant = settings.tenant
+        let (tenant, by) = (settings.tenant, sealer.writingFingerprint)
         try await write("saving an OAuth client key") { session in
             try await session.run("""
-                INSERT INTO oauth_client_key (tenant, key_id, sealed_key, created_at)
-                VALUES (\(tenant), \(key.keyID), \(ByteBuffer(bytes: sealed)), \(key.createdAt.storedSeconds))
+                INSERT INTO oauth_client_key (tenant, key_id, sealed_key, sealed_by, created_at)
+                VALUES (\(tenant), \(key.keyID), \(ByteBuffer(bytes: sealed)), \(by), \(key.createdAt.storedSeconds))
                 """)
         }
     }

@@ -43,13 +43,20 @@ extension PostgresAccountStore {
                 SELECT (SELECT count(*) FROM account WHERE tenant = \(tenant)) + (SELECT count(*) FROM oauth_client_key WHERE tenant = \(tenant))
                 """).first?.decode(Int.self) ?? 0
             guard held == 0 else { throw StoreError.targetNotEmpty(location: "\(location) (tenant \(tenant))", accounts: held) }
+            // The tenant's rows are all this store's key's from now: its hosts write with it.
+            let sealer = sealer
+            try await session.run("""
+                INSERT INTO blueskyd_tenant_key (tenant, fingerprint, since) VALUES (\(tenant), \(sealer.writingFingerprint),
+                    \(unescaped: Self.databaseNow))
+                ON CONFLICT (tenant) DO UPDATE SET fingerprint = excluded.fingerprint, previous = NULL, since = excluded.since
+                """)
             for key in extras.clientKeys {
                 guard let sealed = sealer.seal(bytes: key.privateKey, additionalData: StoredClientKey.additionalData(keyID: key.keyID)) else {
                     throw StoreError.database(context: "sealing an OAuth client key", reason: "AES-GCM failed")
                 }
                 try await session.run("""
-                    INSERT INTO oauth_client_key (tenant, key_id, sealed_key, created_at)
-                    VALUES (\(tenant), \(key.keyID), \(ByteBuffer(bytes: sealed)), \(key.createdAt.storedSeconds))
+                    INSERT INTO oauth_client_key (tenant, key_id, sealed_key, sealed_by, created_at)
+                    VALUES (\(tenant), \(key.keyID), \(ByteBuffer(bytes: sealed)), \(sealer.writingFingerprint), \(key.createdAt.storedSeconds))
                     """)
             }
             let writer = ImportWriter(store: self, session: session)
@@ -82,6 +89,7 @@ extension PostgresAccountStore {
         var secrets = Dictionary(accounts.map { ($0.record.id, $0.secrets) }, uniquingKeysWith: { first, _ in first })
         // Twice at most: a new id is random, and taken again only by a miracle (then refused,
         // so the map only ever holds source ids).
+        let sealer = sealer
         for attempt in 0..<2 where !pending.isEmpty {
             var rows: [(AccountRecord, Data)] = []
             rows.reserveCapacity(pending.count)
@@ -92,7 +100,7 @@ extension PostgresAccountStore {
             var taken: [AccountRecord] = []
             for start in stride(from: 0, to: rows.count, by: Self.insertChunk) {
                 let chunk = Array(rows[start..<min(start + Self.insertChunk, rows.count)])
-                let query = notifying(insertStatement(chunk, withMark: true), ids: chunk.map(\.0.id))
+                let query = notifying(insertStatement(chunk, sealedWith: sealer, withMark: true), ids: chunk.map(\.0.id))
                 do {
                     let inserted = Set(try await session.run(query).map { try $0.decode(UUID.self) })
                     taken += chunk.map(\.0).filter { !inserted.contains($0.id) }

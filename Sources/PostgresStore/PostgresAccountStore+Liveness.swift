@@ -39,7 +39,8 @@ extension PostgresAccountStore {
     /// its refresh, so one of this host's that ran out is one whose release was not recorded (a
     /// write lost with the database, a claim that answered after its deadline); its mark stays,
     /// so the next host knows a refresh may have been left unfinished. Returns the database's
-    /// clock, for the skew check.
+    /// clock, for the skew check. It also says which keys this host holds, and reads which one
+    /// the tenant writes with (`adoptWritingKey`).
     func heartbeat(on connection: PostgresConnection, keeping kept: Set<UUID>) async throws -> Date {
         let (tenant, me, aliveFor, outageGap) = (settings.tenant, leaseOwner, aliveFor, outageGap)
         let session = PostgresSession(connection: connection, logger: logger)
@@ -65,9 +66,13 @@ extension PostgresAccountStore {
                 INSERT INTO blueskyd_clock (tenant, last_beat) VALUES (\(tenant), \(now))
                 ON CONFLICT (tenant) DO UPDATE SET last_beat = greatest(blueskyd_clock.last_beat, excluded.last_beat)
                 """)
+            // The tenant's writing key taken up first, so that the keys this beat reports (the
+            // writing one first) tell a rekey that this host seals with it.
+            if let missing = adoptWritingKey(try await Self.tenantWritingKey(tenant, on: session)) { noteMissingWritingKey(missing) }
+            let keys = sealer.fingerprints
             try await session.run("""
-                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(now + aliveFor))
-                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                INSERT INTO blueskyd_host (tenant, owner, alive_until, keys) VALUES (\(tenant), \(me), \(now + aliveFor), \(keys))
+                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until, keys = excluded.keys
                 WHERE blueskyd_host.alive_until >= 0
                 """)
             try await session.run("""

@@ -138,18 +138,87 @@ extension PostgresAccountStore {
             CREATE POLICY blueskyd_tenant ON blueskyd_tenant_lock USING (tenant = current_user) WITH CHECK (tenant = current_user);
             REVOKE ALL ON blueskyd_migration, blueskyd_tenant_sealed FROM PUBLIC
             """, backfill: backfillTenantRights),
+        // A rekey while hosts run (docs/design/rekey.md): each row names the key that sealed its
+        // secrets and the key of its metadata seal (NULL: written before this migration, under
+        // the key the tenant's hosts then held), and a tenant may name the one key its hosts
+        // write with. The database refuses a sealed value written under another key, so no host
+        // that has not yet heard of the new key seals a row behind a rekey's back.
+        Migration("v9-sealing-keys", statements: [
+            "ALTER TABLE account ADD COLUMN sealed_by text",
+            "ALTER TABLE account ADD COLUMN metadata_sealed_by text",
+            "ALTER TABLE oauth_client_key ADD COLUMN sealed_by text",
+            "CREATE INDEX account_sealed_by ON account (tenant, sealed_by)",
+            """
+            CREATE TABLE blueskyd_tenant_key (
+                tenant text PRIMARY KEY,
+                fingerprint text NOT NULL,
+                previous text,
+                since double precision NOT NULL
+            )
+            """,
+            "ALTER TABLE blueskyd_tenant_key ENABLE ROW LEVEL SECURITY",
+            "ALTER TABLE blueskyd_tenant_key FORCE ROW LEVEL SECURITY",
+            "CREATE POLICY blueskyd_tenant ON blueskyd_tenant_key USING (tenant = current_user) WITH CHECK (tenant = current_user)",
+            "ALTER TABLE blueskyd_host ADD COLUMN keys text[]",
+            """
+            CREATE FUNCTION blueskyd_check_sealing_key() RETURNS trigger LANGUAGE plpgsql AS $$
+            DECLARE
+                writing text;
+                previous text;
+            BEGIN
+                SELECT k.fingerprint, k.previous INTO writing, previous FROM blueskyd_tenant_key k WHERE k.tenant = NEW.tenant;
+                IF writing IS NULL THEN
+                    RETURN NEW;
+                END IF;
+                -- While hosts take the new key up (`previous` set), the old one is still accepted.
+                IF TG_TABLE_NAME = 'account' THEN
+                    IF (TG_OP = 'INSERT' OR NEW.sealed_secrets IS DISTINCT FROM OLD.sealed_secrets)
+                            AND NEW.sealed_by IS DISTINCT FROM writing AND NEW.sealed_by IS DISTINCT FROM previous THEN
+                        RAISE EXCEPTION 'blueskyd: sealed under the key %, but tenant % now seals with the key % (a store rekey)',
+                            coalesce(NEW.sealed_by, 'unnamed'), NEW.tenant, writing USING ERRCODE = 'BK001';
+                    END IF;
+                    IF NEW.metadata_seal IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.metadata_seal IS DISTINCT FROM OLD.metadata_seal)
+                            AND NEW.metadata_sealed_by IS DISTINCT FROM writing AND NEW.metadata_sealed_by IS DISTINCT FROM previous THEN
+                        RAISE EXCEPTION 'blueskyd: sealed under the key %, but tenant % now seals with the key % (a store rekey)',
+                            coalesce(NEW.metadata_sealed_by, 'unnamed'), NEW.tenant, writing USING ERRCODE = 'BK001';
+                    END IF;
+                ELSIF (TG_OP = 'INSERT' OR NEW.sealed_key IS DISTINCT FROM OLD.sealed_key)
+                        AND NEW.sealed_by IS DISTINCT FROM writing AND NEW.sealed_by IS DISTINCT FROM previous THEN
+                    RAISE EXCEPTION 'blueskyd: sealed under the key %, but tenant % now seals with the key % (a store rekey)',
+                        coalesce(NEW.sealed_by, 'unnamed'), NEW.tenant, writing USING ERRCODE = 'BK001';
+                END IF;
+                RETURN NEW;
+            END
+            $$
+            """,
+            """
+            CREATE TRIGGER blueskyd_sealing_key BEFORE INSERT OR UPDATE ON account
+                FOR EACH ROW EXECUTE FUNCTION blueskyd_check_sealing_key()
+            """,
+            """
+            CREATE TRIGGER blueskyd_sealing_key BEFORE INSERT OR UPDATE ON oauth_client_key
+                FOR EACH ROW EXECUTE FUNCTION blueskyd_check_sealing_key()
+            """,
+        ], backfill: backfillTenantKeyRights),
     ]
 
     /// One migration: statements, then (optionally) work in Swift over the rows, in the same
     /// transaction.
     struct Migration: Sendable {
         var name: String
-        var sql: String
+        var statements: [String]
         var backfill: (@Sendable (PostgresSession) async throws -> Void)?
 
+        /// `sql`: statements separated by ';' (none of which holds one).
         init(_ name: String, _ sql: String, backfill: (@Sendable (PostgresSession) async throws -> Void)? = nil) {
+            self.init(name, statements: sql.split(separator: ";").map(String.init).filter { !$0.allSatisfy(\.isWhitespace) },
+                      backfill: backfill)
+        }
+
+        /// Statements one by one, for those that hold a ';' (a function's body).
+        init(_ name: String, statements: [String], backfill: (@Sendable (PostgresSession) async throws -> Void)? = nil) {
             self.name = name
-            self.sql = sql
+            self.statements = statements
             self.backfill = backfill
         }
     }
@@ -190,6 +259,17 @@ extension PostgresAccountStore {
             """).map { try $0.decode(String.self) }
         for role in tenants {
             try await session.run(PostgresQuery(unsafeSQL: "GRANT SELECT, INSERT, UPDATE ON blueskyd_tenant_lock TO \(role)"))
+        }
+    }
+
+    /// Tenant roles (those that may update `account`) may name their tenant's writing key.
+    static func backfillTenantKeyRights(_ session: PostgresSession) async throws {
+        let tenants = try await session.run("""
+            SELECT DISTINCT quote_ident(a.grantee::regrole::text) FROM pg_class c, aclexplode(c.relacl) a
+            WHERE c.oid = 'account'::regclass AND a.grantee NOT IN (0, c.relowner) AND a.privilege_type = 'UPDATE'
+            """).map { try $0.decode(String.self) }
+        for role in tenants {
+            try await session.run(PostgresQuery(unsafeSQL: "GRANT SELECT, INSERT, UPDATE, DELETE ON blueskyd_tenant_key TO \(role)"))
         }
     }
 
@@ -246,9 +326,9 @@ extension PostgresAccountStore {
             try await session.run("SET LOCAL lock_timeout = '60s'")
             try await session.run("LOCK TABLE blueskyd_migration IN EXCLUSIVE MODE")
             for migration in try await Self.pending(session) {
-                // The extended protocol takes one statement at a time; none of these holds a ';'.
-                for statement in migration.sql.split(separator: ";") where !statement.allSatisfy(\.isWhitespace) {
-                    try await session.run(PostgresQuery(unsafeSQL: String(statement)))
+                // The extended protocol takes one statement at a time.
+                for statement in migration.statements {
+                    try await session.run(PostgresQuery(unsafeSQL: statement))
                 }
                 try await migration.backfill?(session)
                 try await session.run("INSERT INTO blueskyd_migration (name) VALUES (\(migration.name))")

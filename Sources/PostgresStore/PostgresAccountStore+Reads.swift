@@ -53,13 +53,21 @@ extension PostgresAccountStore {
         let query = PostgresQuery(
             unsafeSQL: "SELECT \(Self.recordColumns), sealed_secrets FROM account WHERE tenant = $1 AND id = $2",
             binds: Self.binds(settings.tenant, id))
-        let found = try await read("reading account secrets") { [self] session -> (AccountRecord, ByteBuffer)? in
+        let found = try await read("reading account secrets") { [self] session -> (AccountRecord, ByteBuffer, String?)? in
             guard let row = try await session.run(query).first else { return nil }
-            return (try verified(row), try row.makeRandomAccess()["sealed_secrets"].decode(ByteBuffer.self))
+            let cells = row.makeRandomAccess()
+            return (try verified(row), try cells["sealed_secrets"].decode(ByteBuffer.self), try cells["sealed_by"].decode(String?.self))
         }
-        guard let (record, blob) = found else { throw StoreError.unknownAccount(id) }
+        guard let (record, blob, sealedBy) = found else { throw StoreError.unknownAccount(id) }
         guard !record.isAltered else { throw StoreError.recordAltered(account: id) }
-        return try sealer.open(Data(buffer: blob), account: id)
+        let sealer = sealer
+        do {
+            return try sealer.open(Data(buffer: blob), account: id)
+        } catch {
+            // Under a key this host lacks: not a changed blob, a host behind a rekey.
+            if let sealedBy { try requireHeld(sealedBy, sealer: sealer, account: id) }
+            throw error
+        }
     }
 
     /// Checks that the store key opens one account's secrets and every client key: a host
@@ -88,15 +96,17 @@ extension PostgresAccountStore {
     /// by the pass, which then writes nothing (a blind attack started a host between the pass's
     /// first check and its commit, and it ran on the old key).
     public func verifyKeyAsHost() async throws(StoreError) {
-        let (tenant, me, aliveFor, sealer) = (settings.tenant, leaseOwner, aliveFor, sealer)
+        let (tenant, me, aliveFor, sealer, location) = (settings.tenant, leaseOwner, aliveFor, sealer, location)
         try await write("checking the store key") { session in
             try await session.run("INSERT INTO blueskyd_tenant_lock (tenant) VALUES (\(tenant)) ON CONFLICT DO NOTHING")
             try await session.run("SELECT 1 FROM blueskyd_tenant_lock WHERE tenant = \(tenant) FOR SHARE")
+            try await Self.requireWritingKey(tenant, sealer: sealer, location: location, on: session)
             let samples = try await Self.keySamples(tenant, on: session)
             try StoreKeyCheck(sealer: sealer, tenant: tenant).verify(samples)
             try await session.run("""
-                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), \(unescaped: Self.databaseNow) + \(aliveFor))
-                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                INSERT INTO blueskyd_host (tenant, owner, alive_until, keys)
+                VALUES (\(tenant), \(me), \(unescaped: Self.databaseNow) + \(aliveFor), \(sealer.fingerprints))
+                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until, keys = excluded.keys
                 WHERE blueskyd_host.alive_until >= 0
                 """)
         }

@@ -52,11 +52,11 @@ extension PostgresAccountStore {
     public func saveRefreshedSession(id: UUID, secrets: AccountSecrets, accessExpiresAt: Date?, refreshExpiresAt: Date?,
                                      scope: String?, handle: String?, at: Date,
                                      replacing version: Int64) async throws(StoreError) -> Int64 {
-        let sealed = ByteBuffer(bytes: try sealer.seal(secrets, account: id))
+        let sealed = try seal(secrets, account: id)
         let tenant = settings.tenant
         return try await write("saving a refreshed session") { [self] session in
             // A rename changes a sealed column: sealed anew from the locked row, over a seal that held.
-            var renamed: ByteBuffer?
+            var renamed: Sealed?
             if let handle {
                 guard let newSeal = try await renamedSeal(session, id: id, handle: handle, version: version) else {
                     throw try await missedVersion(session, id: id)
@@ -65,13 +65,14 @@ extension PostgresAccountStore {
             }
             let query = notifying("""
             UPDATE account SET
-                sealed_secrets = \(sealed), secrets_version = secrets_version + 1,
+                sealed_secrets = \(sealed.bytes), sealed_by = \(sealed.by), secrets_version = secrets_version + 1,
                 access_expires_at = \(accessExpiresAt?.storedSeconds), refresh_expires_at = \(refreshExpiresAt?.storedSeconds),
                 last_refresh_at = \(at.storedSeconds), refresh_started_at = NULL, lease_owner = NULL,
                 lease_expires_at = NULL, state = \(AccountState.active.rawValue), state_reason = NULL,
                 updated_at = \(at.storedSeconds), oauth_scope = COALESCE(\(scope), oauth_scope),
                 handle_verified = handle_verified AND \(handle)::text IS NULL, handle = COALESCE(\(handle), handle),
-                metadata_seal = COALESCE(\(renamed), metadata_seal)
+                metadata_seal = COALESCE(\(renamed?.bytes), metadata_seal),
+                metadata_sealed_by = COALESCE(\(renamed?.by), metadata_sealed_by)
             WHERE tenant = \(tenant) AND id = \(id) AND secrets_version = \(version)
             """, ids: [id], returning: "secrets_version, id")
             guard let row = try await session.run(query).first else { throw try await missedVersion(session, id: id) }

@@ -42,6 +42,7 @@ extension PostgresAccountStore {
                 // Read as altered for want of a seal only: it may work again.
                 try await session.run(notifying("""
                     UPDATE account SET metadata_seal = \(newSeal), sealed_secrets = \(secrets), updated_at = \(at.storedSeconds),
+                        sealed_by = \(sealer.writingFingerprint), metadata_sealed_by = \(sealer.writingFingerprint),
                         state = CASE WHEN state_reason = \(altered) THEN 'active' ELSE state END,
                         state_reason = CASE WHEN state_reason = \(altered) THEN NULL ELSE state_reason END
                     WHERE tenant = \(tenant) AND id = \(id)

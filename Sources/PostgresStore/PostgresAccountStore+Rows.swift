@@ -9,7 +9,7 @@ extension PostgresAccountStore {
         last_refresh_at, access_expires_at, refresh_expires_at, refresh_started_at, oauth_issuer, oauth_token_endpoint,
         oauth_revocation_endpoint, oauth_scope, oauth_session_started_at, oauth_client_kind, oauth_client_id,
         oauth_client_key_id, profile_display_name, profile_avatar, profile_description, profile_fetched_at, secrets_version,
-        metadata_seal
+        metadata_seal, metadata_sealed_by, sealed_by
         """
 
     /// The row read whole, or a tampered stand-in keeping the columns that locate it

@@ -29,9 +29,10 @@ extension PostgresAccountStore {
             var record = try verified(row)
             let resealed = record.sealCheck == .holds
             record.isDefault = false
-            let newSeal: ByteBuffer? = resealed ? seal(record) : nil
+            let newSeal = resealed ? seal(record) : nil
             try await session.run(notifying("""
-                UPDATE account SET is_default = false, metadata_seal = COALESCE(\(newSeal), metadata_seal),
+                UPDATE account SET is_default = false, metadata_seal = COALESCE(\(newSeal?.bytes), metadata_seal),
+                    metadata_sealed_by = COALESCE(\(newSeal?.by), metadata_sealed_by),
                     updated_at = \(at.storedSeconds)
                 WHERE tenant = \(settings.tenant) AND id = \(record.id)
                 """, ids: [record.id]))
@@ -47,8 +48,10 @@ extension PostgresAccountStore {
         try await clearDefault(session, except: id, at: at)
         guard !record.isDefault else { return }
         record.isDefault = true
+        let sealed = seal(record)
         try await session.run(notifying("""
-            UPDATE account SET is_default = true, metadata_seal = \(seal(record)), updated_at = \(at.storedSeconds)
+            UPDATE account SET is_default = true, metadata_seal = \(sealed.bytes), metadata_sealed_by = \(sealed.by),
+                updated_at = \(at.storedSeconds)
             WHERE tenant = \(settings.tenant) AND id = \(id)
             """, ids: [id]))
     }
@@ -56,7 +59,7 @@ extension PostgresAccountStore {
     /// The seal of a new session's `record` over the row's own default flag (a login never
     /// decides it): kept when the row's seal held, else cleared (a new login mends the row, not
     /// a default someone else set). Returns the flag with the seal.
-    func sessionSeal(_ session: PostgresSession, for record: AccountRecord) async throws -> (isDefault: Bool, seal: ByteBuffer) {
+    func sessionSeal(_ session: PostgresSession, for record: AccountRecord) async throws -> (isDefault: Bool, seal: Sealed) {
         guard let stored = try await lockedRecord(session, id: record.id) else { throw StoreError.unknownAccount(record.id) }
         var sealed = record
         sealed.isDefault = stored.sealCheck == .holds && stored.isDefault
@@ -65,7 +68,7 @@ extension PostgresAccountStore {
 
     /// The seal of the row after a refresh renamed it (the new handle not yet verified), or nil
     /// when the tokens moved past `version`; refused for a row whose seal fails.
-    func renamedSeal(_ session: PostgresSession, id: UUID, handle: String, version: Int64) async throws -> ByteBuffer? {
+    func renamedSeal(_ session: PostgresSession, id: UUID, handle: String, version: Int64) async throws -> Sealed? {
         guard var record = try await lockedRecord(session, id: id), record.secretsVersion == version else { return nil }
         guard record.sealCheck == .holds else { throw StoreError.recordAltered(account: id) }
         record.handle = handle

@@ -8,13 +8,40 @@ extension PostgresAccountStore {
     /// The record in `row` (selected with `recordColumns`), marked altered when its metadata
     /// seal does not hold: someone without the store key rewrote where its tokens would go.
     /// So is a row a column of which holds what blueskyd cannot read (`UnreadableRow`).
+    ///
+    /// A seal made under a key this host does not hold (a rekey named it while this host ran
+    /// without it) says nothing of the row: that is refused as a failed read, and the row is
+    /// never marked altered by a host that is merely behind.
     func verified(_ row: PostgresRow) throws -> AccountRecord {
-        let seal = try row.makeRandomAccess()["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
-        return try Self.parsed(row).verified { sealer.check($0, tenant: settings.tenant, seal: seal) }
+        let cells = row.makeRandomAccess()
+        let seal = try cells["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
+        let sealer = sealer
+        let record = try Self.parsed(row).verified { sealer.check($0, tenant: settings.tenant, seal: seal) }
+        if record.isAltered, let key = try cells["metadata_sealed_by"].decode(String?.self) {
+            try requireHeld(key, sealer: sealer, account: record.id)
+        }
+        return record
     }
 
-    func seal(_ record: AccountRecord) -> ByteBuffer {
-        ByteBuffer(bytes: sealer.metadataSeal(record, tenant: settings.tenant))
+    /// Throws when `key` (a row's `sealed_by` or `metadata_sealed_by`) is not one of this host's.
+    func requireHeld(_ key: String, sealer: SecretSealer, account: UUID) throws(StoreError) {
+        guard !sealer.fingerprints.contains(key) else { return }
+        throw StoreError.database(context: "reading account \(account.uuidString.lowercased())",
+                                  reason: "it is sealed under the key \(key), which this host does not hold (a store rekey): "
+                                    + "restart this host with that key installed")
+    }
+
+    /// `record`'s metadata seal and the fingerprint of the key that made it (`metadata_sealed_by`),
+    /// from one read of the sealer: the two are written together.
+    func seal(_ record: AccountRecord) -> Sealed {
+        let sealer = sealer
+        return Sealed(bytes: ByteBuffer(bytes: sealer.metadataSeal(record, tenant: settings.tenant)), by: sealer.writingFingerprint)
+    }
+
+    /// `secrets` sealed for `account`, and the fingerprint of the key that sealed them (`sealed_by`).
+    func seal(_ secrets: AccountSecrets, account: UUID) throws(StoreError) -> Sealed {
+        let sealer = sealer
+        return Sealed(bytes: ByteBuffer(bytes: try sealer.seal(secrets, account: account)), by: sealer.writingFingerprint)
     }
 
     /// Row-level security (forced, so the tables' owner too) holds every role to the rows of the

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// The account registry in a PostgreSQL database that several blueskyd hosts share.
 ///
@@ -25,7 +26,13 @@ public final class PostgresAccountStore: AccountStore {
     public var sharedLease: Duration? { .seconds(settings.leaseDuration) }
     let settings: PostgresStoreSettings
     let database: PostgresDatabase
-    let sealer: SecretSealer
+    /// The keys this host holds, sealing with the tenant's writing key (`blueskyd_tenant_key`,
+    /// read at start and at every beat; the first key when the tenant names none). Read once
+    /// per write, so that a value and the key it names (`sealed_by`) never disagree.
+    var sealer: SecretSealer { sealing.withLock { $0 } }
+    let sealing: Mutex<SecretSealer>
+    /// The fingerprint of the first key (`store.key`): the writing key of a tenant that names none.
+    let firstKey: String
     /// The tenant's NOTIFY channel and the signatures of its payloads.
     let signer: ChangeSigner
     let logger: Logger
@@ -36,13 +43,17 @@ public final class PostgresAccountStore: AccountStore {
     /// Connects, brings the schema up to date (one host at a time) and checks this host's clock.
     /// - Parameter hostName: this host's name in leases and logs; a random suffix makes the
     ///   lease owner unique to this start of this process.
-    public init(settings: PostgresStoreSettings, key: SymmetricKey, hostName: String, logger: Logger) async throws(StoreError) {
-        guard key.bitCount == 256 else {
+    /// - Parameter otherKeys: keys this host opens rows with besides `key` (an installed
+    ///   `store.key.new` during a rekey while hosts run), and writes with once the tenant says so.
+    public init(settings: PostgresStoreSettings, key: SymmetricKey, otherKeys: [SymmetricKey] = [], hostName: String,
+                logger: Logger) async throws(StoreError) {
+        for key in [key] + otherKeys where key.bitCount != 256 {
             throw StoreError.keyInvalid(path: settings.location, reason: "the store key must be 256 bits, got \(key.bitCount)")
         }
         self.settings = settings
         self.leaseOwner = "\(hostName)/\(Self.startNonce())"
-        self.sealer = SecretSealer(key: key)
+        self.sealing = Mutex(SecretSealer(sealingWith: key, alsoOpening: otherKeys))
+        self.firstKey = StoreKey.keyFingerprint(key)
         let signer = ChangeSigner(storeKey: key, tenant: settings.tenant)
         self.signer = signer
         self.logger = logger
@@ -61,6 +72,7 @@ public final class PostgresAccountStore: AccountStore {
             }
             try await migrate()
             try await checkTenantRole()
+            try await adoptWritingKey()
             try await checkClock()
         } catch {
             await database.close()
@@ -68,7 +80,7 @@ public final class PostgresAccountStore: AccountStore {
         }
         logger.info("account store opened", metadata: [
             "store": "\(settings.location)", "tenant": "\(settings.tenant)", "leaseOwner": "\(leaseOwner)",
-            "key-fingerprint": "\(StoreKey.keyFingerprint(key))",
+            "key-fingerprint": "\(StoreKey.keyFingerprint(key))", "writing-key": "\(sealer.writingFingerprint)",
         ])
     }
 

@@ -1,0 +1,186 @@
+import AccountStoreCore
+import BlueskyTesting
+import Crypto
+import Foundation
+import PostgresStore
+import Synchronization
+import Testing
+
+/// A rekey while a PostgreSQL tenant's hosts run (docs/design/rekey.md), at the store: hosts
+/// holding both keys open rows under either, the tenant's writing key decides what every host
+/// seals with (the database refuses another), and the pass leaves no row under the old key.
+@Suite("A rekey while hosts run, at the shared store")
+struct OnlineRekeyTests {
+    static func open(_ tenant: String, key: SymmetricKey, also others: [SymmetricKey] = [], name: String,
+                     leaseDuration: TimeInterval = 60) async throws -> PostgresAccountStore {
+        try await PostgresAccountStore(settings: await SharedTestDatabase.settings(tenant: tenant, leaseDuration: leaseDuration),
+                                       key: key, otherKeys: others, hostName: name, logger: Fixtures.logger)
+    }
+
+    /// Runs a pass to its end as `store rekey` does; returns how many rows it resealed.
+    static func pass(_ store: PostgresAccountStore) async throws -> Int {
+        var (after, total): (UUID?, Int) = (nil, 0)
+        while true {
+            let batch = try await store.resealBatch(after: after, limit: 7, skipping: [])
+            total += batch.resealed
+            #expect(batch.unopened.isEmpty)
+            guard let last = batch.last else {
+                if try await store.rowsUnderOtherKeys() == 0 { return total }
+                after = nil
+                continue
+            }
+            after = last
+        }
+    }
+
+    @Test("""
+        a host with both keys opens rows under either; once the tenant names the new key, a host with the old one only \
+        has its sealed writes refused by the database (nothing written) and its reads of resealed rows fail without \
+        marking them; the pass leaves every row, seal and client key under the new key, which alone then opens them
+        """)
+    func wholeRotation() async throws {
+        let tenant = SharedTestDatabase.freshTenant()
+        let (old, new) = (SymmetricKey(size: .bits256), SymmetricKey(size: .bits256))
+        let (oldPrint, newPrint) = (StoreKey.keyFingerprint(old), StoreKey.keyFingerprint(new))
+        let behind = try await Self.open(tenant, key: old, name: "behind")
+        let both = try await Self.open(tenant, key: old, also: [new], name: "both", leaseDuration: 4)
+        let command = try await Self.open(tenant, key: old, also: [new], name: "rekey")
+        let stores = [behind, both, command]
+        do {
+            var (records, secretsOf): ([AccountRecord], [UUID: AccountSecrets]) = ([], [:])
+            for index in 0..<20 {
+                let record = Fixtures.record(did: "did:plc:rotate\(index)", isDefault: index == 3)
+                secretsOf[record.id] = Fixtures.secrets()
+                try await behind.insert(record, secrets: secretsOf[record.id]!)
+                records.append(record)
+            }
+            try await behind.addClientKey(StoredClientKey(keyID: "k1", privateKey: Data(repeating: 7, count: 32), createdAt: Date()))
+            #expect(try await both.sealingKeys() == SealingKeyReport(held: [oldPrint, newPrint], writing: oldPrint, tenant: nil,
+                                                                      rows: [oldPrint: 21]))
+
+            // Named, and (as once every live host took it up) the old key no longer accepted.
+            try await command.beginWritingKey(newPrint)
+            try await command.endPreviousKey()
+            // The host with the old key only: its save is refused whole, its tokens unchanged.
+            let first = records[0].id
+            #expect(try await behind.claimRefresh(id: first, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
+            let refused = await #expect(throws: StoreError.self) {
+                try await behind.saveRefreshedSession(id: first, secrets: Fixtures.secrets(), accessExpiresAt: nil,
+                                                      refreshExpiresAt: nil, at: Date(), replacing: 1)
+            }
+            #expect(refused?.description.contains("now seals with the key \(newPrint)") == true, "\(String(describing: refused))")
+            #expect(try await command.secrets(for: first) == secretsOf[first])
+
+            // The host with both keys adopts the new key at its next beat, and its saves are sealed under it.
+            await both.observeChanges(keeping: { [] }) { _ in }
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await both.sealingKeys().writing != newPrint, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(try await both.sealingKeys().writing == newPrint)
+            let rotated = AccountSecrets(accessToken: "rotated-access", refreshToken: "rotated-refresh")
+            let second = records[1].id
+            #expect(try await both.claimRefresh(id: second, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
+            #expect(try await both.saveRefreshedSession(id: second, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
+                                                        at: Date(), replacing: 1) == 2)
+
+            // The pass: every row, and the client key, resealed; nothing else changed. The row
+            // saved under the new key is taken too: its metadata seal was still the old key's.
+            #expect(try await command.resealClientKeys().isEmpty)
+            #expect(try await Self.pass(command) == 20)
+            #expect(try await both.sealingKeys().rows == [newPrint: 21])
+            #expect(try await command.account(id: second)?.secretsVersion == 2)
+
+            // The old key alone opens nothing any more, and says why without marking a row.
+            let stale = await #expect(throws: StoreError.self) { try await behind.secrets(for: records[5].id) }
+            #expect(stale?.description.contains("sealed under the key \(newPrint), which this host does not hold") == true,
+                    "\(String(describing: stale))")
+            #expect(try await command.account(id: records[5].id)?.state == .active)
+
+            // A host with the new key only opens every row, seal and client key; one with the old key only may not start.
+            let fresh = try await Self.open(tenant, key: new, name: "fresh")
+            try await fresh.verifyKeyAsHost()
+            for record in records {
+                let stored = try #require(try await fresh.account(id: record.id))
+                #expect(!stored.isAltered, "\(record.did)")
+                #expect(try await fresh.secrets(for: record.id) == (record.id == second ? rotated : secretsOf[record.id]))
+            }
+            #expect(try await fresh.defaultAccount()?.id == records[3].id)
+            #expect(try await fresh.clientKeys().map(\.keyID) == ["k1"])
+            await fresh.close()
+            let late = try await Self.open(tenant, key: old, name: "late")
+            let lateError = await #expect(throws: StoreError.self) { try await late.verifyKeyAsHost() }
+            #expect(lateError?.description.contains("seals with the key \(newPrint)") == true, "\(String(describing: lateError))")
+            await late.close()
+        } catch {
+            for store in stores { await store.close() }
+            throw error
+        }
+        for store in stores { await store.close() }
+    }
+
+    @Test("a pass while a host keeps refreshing 50 accounts: every save lands (retried when refused), none is lost, all end under the new key")
+    func passUnderRefreshes() async throws {
+        let tenant = SharedTestDatabase.freshTenant()
+        let (old, new) = (SymmetricKey(size: .bits256), SymmetricKey(size: .bits256))
+        let newPrint = StoreKey.keyFingerprint(new)
+        let host = try await Self.open(tenant, key: old, also: [new], name: "host", leaseDuration: 4)
+        let command = try await Self.open(tenant, key: old, also: [new], name: "rekey")
+        do {
+            let records = (0..<50).map { Fixtures.record(did: "did:plc:busy\($0)") }
+            for record in records { try await host.insert(record, secrets: Fixtures.secrets()) }
+            await host.observeChanges(keeping: { [] }) { _ in }
+            let stop = Mutex(false)
+            // The host's refreshes: each account in turn, each save retried with a backoff when
+            // refused (as the daemon keeps rotated tokens and saves them again).
+            let refresher = Task { () -> [UUID: (version: Int64, secrets: AccountSecrets)] in
+                var latest: [UUID: (version: Int64, secrets: AccountSecrets)] = [:]
+                var round = 0
+                while !stop.withLock({ $0 }) || round < 2 {
+                    for record in records {
+                        let version = latest[record.id]?.version ?? 1
+                        guard try await host.claimRefresh(id: record.id, expecting: version, at: Date()) == .granted(interruptedAt: nil)
+                        else { Issue.record("claim refused"); continue }
+                        let rotated = AccountSecrets(accessToken: "a-\(round)-\(record.did)", refreshToken: "r-\(round)-\(record.did)")
+                        var delay = Duration.milliseconds(50)
+                        while true {
+                            do {
+                                let saved = try await host.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil,
+                                                                                refreshExpiresAt: nil, at: Date(), replacing: version)
+                                latest[record.id] = (saved, rotated)
+                                break
+                            } catch let error as StoreError {
+                                guard case .database = error else { throw error }
+                                try await Task.sleep(for: delay)
+                                delay = min(delay * 2, .seconds(1))
+                            }
+                        }
+                    }
+                    round += 1
+                }
+                return latest
+            }
+            try await command.beginWritingKey(newPrint)
+            // The host takes the key up at its next beat; its saves meanwhile, under the old key, are accepted.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await host.sealingKeys().writing != newPrint, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            try await command.endPreviousKey()
+            _ = try await Self.pass(command)
+            stop.withLock { $0 = true }
+            let latest = try await refresher.value
+            // Rows the host saved after the pass swept them are under the new key too.
+            #expect(try await command.rowsUnderOtherKeys() == 0)
+            let fresh = try await Self.open(tenant, key: new, name: "fresh")
+            for record in records {
+                let expected = try #require(latest[record.id])
+                #expect(try await fresh.secrets(for: record.id) == expected.secrets, "\(record.did)")
+                #expect(try await fresh.account(id: record.id)?.secretsVersion == expected.version)
+            }
+            await fresh.close()
+        } catch {
+            await host.close()
+            await command.close()
+            throw error
+        }
+        await host.close()
+        await command.close()
+    }
+}
