@@ -14,8 +14,9 @@ extension Daemon {
     /// SQLite in the state directory, or the PostgreSQL database `store_url` names.
     /// A store whose migration meets secrets the key does not open fails here, before any
     /// row is sealed with the wrong key: said as the same configuration error as `checkStoreKey`.
-    func openStore(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL) async throws(DaemonStartupError)
-        -> any AccountStore {
+    /// A shared store also opens rows under the installed second key (`store.key.new`) and `alsoOpening`.
+    func openStore(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL, alsoOpening: [SymmetricKey] = [])
+        async throws(DaemonStartupError) -> any AccountStore {
         guard let url = configuration.storeURL else {
             do {
                 return try SQLiteAccountStore(directory: stateDirectory.url, key: key, logger: logger)
@@ -26,8 +27,14 @@ extension Daemon {
             }
         }
         try checkLease()
+        let newKey: SymmetricKey?
+        do {
+            newKey = try StoreKey.installedNewKey(newKeyFile: stateDirectory.newKeyFile)
+        } catch {
+            throw DaemonStartupError("the second store key cannot be used: \(error)", exitCode: .configuration)
+        }
         return try await openPostgresStore(url: url, password: try storePassword(), tenant: configuration.tenant ?? Self.unixUserName(),
-                                           key: key, keyFile: keyFile)
+                                           key: key, otherKeys: (newKey.map { [$0] } ?? []) + alsoOpening, keyFile: keyFile)
     }
 
     /// A refresh may send two requests (the second after a DPoP nonce challenge): a lease
@@ -45,8 +52,9 @@ extension Daemon {
 
     /// The PostgreSQL store at `url`, as `tenant`, with this configuration's lease and pool
     /// (the daemon's store, or a copy's source or target).
-    func openPostgresStore(url: String, password: String?, tenant: String, key: SymmetricKey, keyFile: URL,
-                           hostName: String? = nil) async throws(DaemonStartupError) -> PostgresAccountStore {
+    /// - Parameter otherKeys: keys the store opens rows with besides `key` (`store.key.new`).
+    func openPostgresStore(url: String, password: String?, tenant: String, key: SymmetricKey, otherKeys: [SymmetricKey] = [],
+                           keyFile: URL, hostName: String? = nil) async throws(DaemonStartupError) -> PostgresAccountStore {
         let settings: PostgresStoreSettings
         do {
             settings = try PostgresStoreSettings(
@@ -57,7 +65,7 @@ extension Daemon {
             throw DaemonStartupError(String(describing: error), exitCode: .configuration)
         }
         do {
-            return try await PostgresAccountStore(settings: settings, key: key,
+            return try await PostgresAccountStore(settings: settings, key: key, otherKeys: otherKeys,
                                                   hostName: hostName ?? configuration.hostName ?? Self.machineName(), logger: logger)
         } catch .secretDoesNotOpen {
             throw Self.wrongStoreKey(keyFile: keyFile, location: settings.location)

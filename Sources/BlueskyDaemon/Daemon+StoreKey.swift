@@ -22,8 +22,10 @@ extension Daemon {
     /// interrupted rekey. Returns the store, the key that opens it and that key's file.
     /// - Parameter asHost: this start is a host's (it says so to the other hosts of a shared
     ///   store as it checks the key; a store command does not).
-    func openCheckedStore(stateDirectory: StateDirectory, asHost: Bool = false) async throws(DaemonStartupError)
-        -> (store: any AccountStore, key: SymmetricKey, keyFile: URL) {
+    /// - Parameter alsoOpening: for a shared store, keys besides the installed ones that the
+    ///   store opens rows with (a rekey's new key: rows a pass while hosts ran resealed).
+    func openCheckedStore(stateDirectory: StateDirectory, asHost: Bool = false, alsoOpening: [SymmetricKey] = [])
+        async throws(DaemonStartupError) -> (store: any AccountStore, key: SymmetricKey, keyFile: URL) {
         let keyFile = stateDirectory.keyFile
         let key: SymmetricKey
         do {
@@ -36,7 +38,8 @@ extension Daemon {
         let fromFile = StoreKey.source(keyFile: keyFile) == keyFile.path
         let nextFile = stateDirectory.nextKeyFile
         let wrongKey: DaemonStartupError
-        switch await openCheckingKey(stateDirectory: stateDirectory, key: key, keyFile: keyFile, asHost: asHost) {
+        switch await openCheckingKey(stateDirectory: stateDirectory, key: key, keyFile: keyFile, asHost: asHost,
+                                     alsoOpening: alsoOpening) {
         case .success(let store):
             // Whatever is left in store.key.next (a key, a part of one) opens nothing here.
             if fromFile, (try? FileManager.default.attributesOfItem(atPath: nextFile.path)) != nil {
@@ -65,7 +68,7 @@ extension Daemon {
                                      + "read: \(error)", exitCode: .configuration)
         }
         guard case .success(let store) = await openCheckingKey(stateDirectory: stateDirectory, key: next, keyFile: nextFile,
-                                                               asHost: asHost) else {
+                                                               asHost: asHost, alsoOpening: alsoOpening) else {
             throw wrongKey
         }
         guard rename(nextFile.path, keyFile.path) == 0 else {
@@ -81,11 +84,11 @@ extension Daemon {
     }
 
     /// `openStore` and `checkStoreKey`.
-    private func openCheckingKey(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL, asHost: Bool) async
-        -> Result<any AccountStore, DaemonStartupError> {
+    private func openCheckingKey(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL, asHost: Bool,
+                                 alsoOpening: [SymmetricKey]) async -> Result<any AccountStore, DaemonStartupError> {
         let store: any AccountStore
         do {
-            store = try await openStore(stateDirectory: stateDirectory, key: key, keyFile: keyFile)
+            store = try await openStore(stateDirectory: stateDirectory, key: key, keyFile: keyFile, alsoOpening: alsoOpening)
         } catch {
             return .failure(error)
         }
@@ -109,6 +112,9 @@ extension Daemon {
             }
         } catch .secretDoesNotOpen, .clientKeyDoesNotOpen {
             throw Self.wrongStoreKey(keyFile: keyFile, location: store.location)
+        } catch .keyInvalid(_, let reason) {
+            // The tenant seals with a key this host lacks (a rekey while hosts ran).
+            throw DaemonStartupError("\(reason) (\(store.location))", exitCode: .configuration)
         } catch {
             throw DaemonStartupError("cannot check the store key: \(error)")
         }

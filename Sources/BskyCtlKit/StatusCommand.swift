@@ -41,6 +41,13 @@ public enum StatusSummary {
         if let directory = info["stateDirectory"]?.stringValue { lines.append("state:         \(directory)") }
         // After `blueskyd store rekey`, which key this host opens the store with.
         if let key = status["storeKey"]?.stringValue, !key.isEmpty { lines.append("store key:     \(key) (fingerprint)") }
+        // During a rekey while a shared store's hosts run: both keys, and where the rows are.
+        if let keys = status["storeKeys"], let held = keys["held"]?.arrayValue?.compactMap(\.stringValue),
+           let rows = keys["rows"]?.objectValue, held.count > 1 || rows.count > 1 {
+            let counts = rows.keys.sorted().map { "\(Console.terminalSafe($0)) \(number(rows[$0]))" }.joined(separator: ", ")
+            lines.append("store keys:    \(held.map(Console.terminalSafe).joined(separator: ", ")) held, sealing with "
+                         + "\(Console.terminalSafe(keys["writing"]?.stringValue ?? "?")); rows per key: \(counts)")
+        }
         if let outage = status["storeUnavailable"], let reason = outage["reason"]?.stringValue {
             var line = "store:         unavailable: \(Console.terminalSafe(reason))"
             if let since = outage["since"]?.stringValue.flatMap(Timestamp.parse) {

@@ -15,4 +15,15 @@ struct StatusSummaryTests {
         let older = StatusSummary.lines(info: info, status: ["accounts": 0], now: Date())
         #expect(!older.contains { $0.hasPrefix("store key:") }, "a daemon that does not say it prints no line")
     }
+
+    @Test("during a rekey while hosts run: the keys held, the one the host seals with, and rows per key; one key prints no line")
+    func storeKeysLine() {
+        let info: JSONValue = ["name": "blueskyd", "version": "1.0", "pid": 42, "uid": 1000]
+        let rotating: JSONValue = ["storeKey": "aaaa", "storeKeys": ["held": ["bbbb", "aaaa"], "writing": "bbbb", "tenant": "bbbb",
+                                                                     "rows": ["aaaa": 12, "bbbb": 30]]]
+        let lines = StatusSummary.lines(info: info, status: rotating, now: Date())
+        #expect(lines.contains("store keys:    bbbb, aaaa held, sealing with bbbb; rows per key: aaaa 12, bbbb 30"), "\(lines)")
+        let settled: JSONValue = ["storeKey": "bbbb", "storeKeys": ["held": ["bbbb"], "writing": "bbbb", "rows": ["bbbb": 42]]]
+        #expect(!StatusSummary.lines(info: info, status: settled, now: Date()).contains { $0.hasPrefix("store keys:") })
+    }
 }

@@ -2,6 +2,7 @@ import BlueskydVersion
 import Foundation
 import JSONRPC
 import Logging
+import PostgresStore
 import RPCServer
 import XRPCGateway
 
@@ -143,6 +144,22 @@ struct DaemonMethods: RPCMethodHandler {
                 "accounts": .array(some.map { ["id": .string($0.0.uuidString.lowercased()), "seal": .string($0.1.rawValue)] })]
     }
 
+    /// The keys this host holds, the one it seals with, the one its tenant names (a rekey while
+    /// hosts run), and how many rows each key seals: "0 under the old key, no host holds it" is
+    /// the end of a rekey. A SQLite store has one key, which seals every row. Not read while
+    /// the store is unavailable (the count would wait for the database).
+    private func storeKeys(unavailable: Bool) async -> JSONValue {
+        guard let shared = accounts.store as? PostgresAccountStore else {
+            let key = JSONValue.string(info.storeKeyFingerprint)
+            return ["held": [key], "writing": key, "tenant": .null,
+                    "rows": .object([info.storeKeyFingerprint: .number(Double(accounts.registry.count))])]
+        }
+        guard !unavailable, let report = try? await shared.sealingKeys() else { return .null }
+        return ["held": .array(report.held.map(JSONValue.string)), "writing": .string(report.writing),
+                "tenant": report.tenant.map(JSONValue.string) ?? .null,
+                "rows": .object(report.rows.mapValues { .number(Double($0)) })]
+    }
+
     private func status() async -> JSONValue {
         let census = accounts.registry.census
         let scheduler = accounts.scheduler
@@ -158,6 +175,7 @@ struct DaemonMethods: RPCMethodHandler {
             "nextRefreshAt": AccountView.timestamp(await scheduler.nextScheduled()),
             "tampered": Self.tampered(census),
             "storeKey": .string(info.storeKeyFingerprint),
+            "storeKeys": await storeKeys(unavailable: outage != nil),
             "defaultAccount": accounts.registry.defaultID.map { .string($0.uuidString.lowercased()) } ?? .null,
             "events": ["seq": .number(Double(events.latestSeq)), "subscribers": .number(Double(events.subscriberCount)),
                        "largestBacklog": .number(Double(events.largestBacklog))],

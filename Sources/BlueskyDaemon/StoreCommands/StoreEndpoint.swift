@@ -113,7 +113,9 @@ struct StoreEndpoint {
 
     /// Opens the store. A SQLite target that does not exist yet is not created here (the copy
     /// creates it whole): nil then.
-    func open(with daemon: Daemon, creating: Bool = true) async throws(DaemonStartupError) -> (any AccountStore)? {
+    /// - Parameter otherKeys: for PostgreSQL, keys it opens rows with besides `key`.
+    func open(with daemon: Daemon, creating: Bool = true, otherKeys: [SymmetricKey] = []) async throws(DaemonStartupError)
+        -> (any AccountStore)? {
         switch place {
         case .sqlite(let directory):
             let path = directory.url.appendingPathComponent(SQLiteAccountStore.databaseFileName).path
@@ -126,8 +128,8 @@ struct StoreEndpoint {
                 throw DaemonStartupError(String(describing: error))
             }
         case .postgres(let url, let tenant, let password):
-            return try await daemon.openPostgresStore(url: url, password: password, tenant: tenant, key: key, keyFile: keyFile,
-                                                      hostName: "blueskyd-store-copy")
+            return try await daemon.openPostgresStore(url: url, password: password, tenant: tenant, key: key, otherKeys: otherKeys,
+                                                      keyFile: keyFile, hostName: "blueskyd-store-copy")
         }
     }
 }

@@ -2,6 +2,7 @@ import AccountStoreCore
 import Crypto
 import Foundation
 import Logging
+import PostgresStore
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -57,7 +58,8 @@ public struct StoreRekey: StoreSubcommand {
         defer { withExtendedLifetime(lock) {} }
         let daemon = Daemon(configuration: configuration, logger: logger)
         // An earlier rekey killed before it ended is settled first: the key that opens the store.
-        let (store, key, keyFile) = try await daemon.openCheckedStore(stateDirectory: stateDirectory)
+        // The new key opens rows too: a pass while hosts ran may have resealed some before it stopped.
+        let (store, key, keyFile) = try await daemon.openCheckedStore(stateDirectory: stateDirectory, alsoOpening: [newKey])
         let source = StoreEndpoint(place: place, key: key, keyFile: URL(fileURLWithPath: StoreKey.source(keyFile: keyFile)))
         let target = StoreEndpoint(place: place, key: newKey, keyFile: newKeyFile)
         let pass = Pass(source: source, target: target, store: store, stateDirectory: stateDirectory,
@@ -87,6 +89,11 @@ public struct StoreRekey: StoreSubcommand {
         guard source.key != target.key else {
             report(Outcome(pass: pass, survey: nil, resealed: nil, seconds: nil))
             return
+        }
+        // A PostgreSQL tenant whose hosts run is resealed under them, row by row.
+        if let shared = store as? PostgresAccountStore {
+            let hosts = try await source.reading { () throws(StoreError) in try await shared.liveHostKeys() }
+            if !hosts.isEmpty { return try await rekeyWhileHostsRun(pass, hosts: hosts, daemon: daemon) }
         }
         let survey = try await source.checkStill(store, doing: "rekey")
         if options.dryRun {

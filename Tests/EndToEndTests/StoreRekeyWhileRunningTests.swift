@@ -1,0 +1,149 @@
+import ATTestbed
+import AccountStoreCore
+import BlueskyTesting
+import DaemonHarness
+import Foundation
+import JSONRPC
+import Synchronization
+import Testing
+
+/// `blueskyd store rekey` on a PostgreSQL tenant whose hosts keep running (docs/design/rekey.md).
+@Suite("A rekey while hosts run")
+struct StoreRekeyWhileRunningTests {
+    @Test("""
+        two hosts of a PostgreSQL tenant run through a rekey: refused (75) while they lack the new key; with store.key.new \
+        installed and each restarted, ten passes killed at random moments leave rows under either key and every account \
+        working, and the next run, while both hosts refresh every account, leaves no row under the old key; a host then \
+        started with the old key only is refused (78), one with the new key works
+        """, .timeLimit(.minutes(8)))
+    func whileHostsRun() async throws {
+        try await StoreMoveFixture.with("blueskyd-rekey-online", postgres: true) { fixture in
+            let (directory, testbed) = (fixture.directory, fixture.testbed)
+            let database = try #require(fixture.database)
+            let (url, password) = try SharedStoreHosts.createDatabase(on: database)
+            let tenant = SharedStoreHosts.ownerTenant
+            let seeding = try await SeededSharedStore(url: url, password: password, tenant: tenant, keyDirectory: directory.file("seeding"))
+            let minted = try SeededOAuthAccounts.mint(at: testbed, names: ["oauth2"], accessExpiresAt: Date().addingTimeInterval(3600))
+            try await seeding.write(count: 1, account: { _ in
+                SeededOAuthAccounts.account(minted[0].session, key: minted[0].key, isDefault: true, issuer: testbed.oauthIssuer,
+                                            pdsURL: testbed.pdsURL, issuedAt: Date())
+            }, due: { _ in Date().addingTimeInterval(3000) })
+            // Rows enough that a pass can be killed midway: never due, never called.
+            let distant = Date().addingTimeInterval(30 * 86_400)
+            let idle = 10_000
+            try await seeding.write(count: idle, account: { index in
+                (AccountRecord(did: "did:plc:idle\(index)", handle: "idle\(index).test", handleVerified: true,
+                               pds: "https://pds.example.test", authKind: .appPassword, accessExpiresAt: distant, refreshExpiresAt: distant),
+                 AccountSecrets(accessToken: "access-\(index)", refreshToken: "refresh-\(index)"))
+            }, due: { _ in distant })
+            await seeding.close()
+            let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: tenant,
+                                                                 extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
+            var hosts: [DaemonProcess] = []
+            for index in 0..<2 {
+                hosts.append(fixture.keep(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: seeding.keyHex,
+                                                                               config: config, testbed: testbed)))
+            }
+            let dids = [minted[0].session.did, try await fixture.addAppPasswordAccount("app2", to: hosts[0])]
+            let total = idle + 2
+            let newHex = SharedStoreHosts.randomKeyHex()
+            let newKeyFile = directory.path + "/new.key"
+            try StoreRekeyTests.writeKey(newHex, to: newKeyFile)
+            let (oldPrint, newPrint) = (try StoreRekeyTests.fingerprint(directory.path + "/host0/state/store.key"),
+                                        try StoreRekeyTests.fingerprint(newKeyFile))
+            let rekey = ["store", "rekey", "--config", config, "--state-directory", directory.path + "/host0/state",
+                         "--new-key-file", newKeyFile]
+
+            // Hosts without the new key: refused, naming them, nothing resealed.
+            let busy = try await fixture.blueskyd(rekey)
+            #expect(busy.status == 75 && busy.stderr.contains("running without the new key \(newPrint)")
+                        && busy.stderr.contains("store.key.new"), "\(busy.stderr)")
+            #expect(try await hosts[1].call("daemon.status")["storeKeys"]?["rows"] == .object([oldPrint: .number(Double(total))]))
+
+            // The new key installed beside the old on each host, each restarted in turn.
+            for index in 0..<2 {
+                await hosts[index].stop()
+                try StoreRekeyTests.writeKey(newHex, to: directory.path + "/host\(index)/state/store.key.new")
+                hosts[index] = fixture.keep(try await SharedStoreHosts.startHost(index, in: directory.path, keyHex: seeding.keyHex,
+                                                                                 config: config, testbed: testbed))
+                let keys = try await hosts[index].call("daemon.status")["storeKeys"]
+                #expect(keys?["held"] == [.string(oldPrint), .string(newPrint)] && keys?["writing"] == .string(oldPrint), "\(String(describing: keys))")
+            }
+            let dryRun = try await fixture.blueskyd(rekey + ["--dry-run"])
+            #expect(dryRun.status == 0 && dryRun.stdout.contains("\(total) row(s)") && dryRun.stdout.contains("Nothing was written"),
+                    "\(dryRun.stdout) \(dryRun.stderr)")
+
+            // Ten passes, each SIGKILLed at a random moment: every row is under one key or the
+            // other, and both hosts keep serving. (A pass of 10,000 rows takes several seconds in
+            // a debug build: most kills land midway.)
+            var mixed = 0
+            for round in 0..<10 {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: Binaries.path("blueskyd"))
+                process.arguments = rekey
+                process.standardOutput = FileHandle.nullDevice
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                try await Task.sleep(for: .milliseconds(Int.random(in: 100...3_000)))
+                kill(process.processIdentifier, SIGKILL)
+                try await offThePool { process.waitUntilExit() }
+                let rows = try await hosts[round % 2].call("daemon.status")["storeKeys"]?["rows"]?.objectValue ?? [:]
+                #expect(Set(rows.keys).isSubset(of: [oldPrint, newPrint]), "round \(round): \(rows)")
+                #expect(rows.values.compactMap(\.intValue).reduce(0, +) == total, "round \(round): \(rows)")
+                if rows.count == 2 { mixed += 1 }
+                try await StoreCopyTests.expectWorks(hosts[(round + 1) % 2], dids[round % 2])
+            }
+
+            #expect(mixed > 0, "no kill landed while rows were under both keys")
+            // The pass to its end while both hosts refresh every account, over and over.
+            let stop = Mutex(false)
+            let running = hosts
+            let refresher = Task { () -> Int in
+                var refreshes = 0
+                while !stop.withLock({ $0 }) {
+                    for did in dids {
+                        for host in running {
+                            if (try? await host.call("accounts.refresh", ["account": .string(did), "force": true])) != nil { refreshes += 1 }
+                        }
+                    }
+                }
+                return refreshes
+            }
+            let done = try await fixture.blueskyd(rekey)
+            stop.withLock { $0 = true }
+            let refreshes = await refresher.value
+            #expect(done.status == 0 && done.stdout.contains("under the key \(newPrint), was \(oldPrint), while 2 host(s) ran")
+                        && done.stdout.contains("no row is left under another key."), "\(done.stdout) \(done.stderr)")
+            print("rekey while hosts run: \(done.stdout.split(separator: "\n").first ?? ""); \(refreshes) forced refreshes meanwhile")
+            for host in hosts {
+                // Each host adopts the tenant's key at its next beat.
+                let deadline = ContinuousClock.now + .seconds(15)
+                while try await host.call("daemon.status")["storeKeys"]?["writing"] != .string(newPrint), ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(200))
+                }
+                let keys = try await host.call("daemon.status")["storeKeys"]
+                #expect(keys?["writing"] == .string(newPrint) && keys?["tenant"] == .string(newPrint)
+                            && keys?["rows"] == .object([newPrint: .number(Double(total))]), "\(String(describing: keys))")
+                for did in dids { try await StoreCopyTests.expectWorks(host, did) }
+            }
+
+            // The old key goes: host 0 with the new key only works; host 1 with the old one only is refused.
+            await hosts[0].stop()
+            let state0 = directory.path + "/host0/state"
+            #expect(rename(state0 + "/store.key.new", state0 + "/store.key") == 0)
+            let host0 = fixture.keep(try await DaemonProcess(directory: directory.path + "/host0", testbed: testbed,
+                                                             extraArguments: ["--config", config], logLevel: "info"))
+            #expect(try await host0.call("daemon.status")["storeKeys"]?["held"] == [.string(newPrint)])
+            for did in dids { try await StoreCopyTests.expectWorks(host0, did) }
+            await hosts[1].stop()
+            try FileManager.default.removeItem(atPath: directory.path + "/host1/state/store.key.new")
+            do {
+                _ = fixture.keep(try await SharedStoreHosts.startHost(1, in: directory.path, keyHex: seeding.keyHex, config: config,
+                                                                      testbed: testbed))
+                Issue.record("a host with the old key only started")
+            } catch DaemonProcessError.exited(let status, let log) {
+                #expect(status == 78 && log.contains("seals with the key \(newPrint)"), "\(log)")
+            }
+        }
+    }
+}
