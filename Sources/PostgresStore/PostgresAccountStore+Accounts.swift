@@ -163,14 +163,30 @@ extension PostgresAccountStore {
     /// signed here (`ChangeSigner`); the rows come back with `columns`, which hold `id`.
     func notifying(_ statement: PostgresQuery, ids: [UUID], returning columns: String = "id") -> PostgresQuery {
         var query = statement
-        query.binds.append(signer.channel)
-        let channel = query.binds.count
-        query.binds.append(ids)
-        query.binds.append(ids.map { signer.payload(owner: leaseOwner, id: $0) })
+        let (leaseOwner, signers) = (leaseOwner, signers)
+        if signers.count == 1, let signer = signers.first {
+            query.binds.append(signer.channel)
+            let channel = query.binds.count
+            query.binds.append(ids)
+            query.binds.append(ids.map { signer.payload(owner: leaseOwner, id: $0) })
+            query.sql = """
+                WITH changed AS (\(statement.sql) RETURNING \(columns))
+                SELECT changed.*, pg_notify($\(channel), n.payload) FROM changed
+                JOIN unnest($\(channel + 1)::uuid[], $\(channel + 2)::text[]) AS n (id, payload) ON n.id = changed.id
+                """
+            return query
+        }
+        // A host holding two keys (a rekey while hosts run) announces on both channels; still
+        // one row per changed row, with one column after `columns`.
+        let first = query.binds.count + 1
+        query.binds.append(signers.flatMap { _ in ids })
+        query.binds.append(signers.flatMap { signer in ids.map { _ in signer.channel } })
+        query.binds.append(signers.flatMap { signer in ids.map { signer.payload(owner: leaseOwner, id: $0) } })
         query.sql = """
             WITH changed AS (\(statement.sql) RETURNING \(columns))
-            SELECT changed.*, pg_notify($\(channel), n.payload) FROM changed
-            JOIN unnest($\(channel + 1)::uuid[], $\(channel + 2)::text[]) AS n (id, payload) ON n.id = changed.id
+            SELECT changed.*, (SELECT string_agg(pg_notify(n.channel, n.payload)::text, '')
+                FROM unnest($\(first)::uuid[], $\(first + 1)::text[], $\(first + 2)::text[]) AS n (id, channel, payload)
+                WHERE n.id = changed.id) FROM changed
             """
         return query
     }

@@ -33,8 +33,10 @@ public final class PostgresAccountStore: AccountStore {
     let sealing: Mutex<SecretSealer>
     /// The fingerprint of the first key (`store.key`): the writing key of a tenant that names none.
     let firstKey: String
-    /// The tenant's NOTIFY channel and the signatures of its payloads.
-    let signer: ChangeSigner
+    /// The tenant's NOTIFY channel and the signatures of its payloads, one per key this host
+    /// holds (`store.key`'s first): a change is announced on each, so that during a rekey while
+    /// hosts run, hosts on the old key, on both, and on the new one alone all hear it.
+    let signers: [ChangeSigner]
     let logger: Logger
     private let listener: PostgresChangeListener
     /// Whether this host's clock drifted from the database's while running (said once per episode).
@@ -54,8 +56,11 @@ public final class PostgresAccountStore: AccountStore {
         self.leaseOwner = "\(hostName)/\(Self.startNonce())"
         self.sealing = Mutex(SecretSealer(sealingWith: key, alsoOpening: otherKeys))
         self.firstKey = StoreKey.keyFingerprint(key)
-        let signer = ChangeSigner(storeKey: key, tenant: settings.tenant)
-        self.signer = signer
+        let signers = ([key] + otherKeys).map { ChangeSigner(storeKey: $0, tenant: settings.tenant) }
+            .reduce(into: [ChangeSigner]()) { unique, signer in
+                if !unique.contains(where: { $0.channel == signer.channel }) { unique.append(signer) }
+            }
+        self.signers = signers
         self.logger = logger
         self.health = StoreHealth(logger: logger)
         let configuration = try PostgresConnections.clientConfiguration(settings)
@@ -63,7 +68,7 @@ public final class PostgresAccountStore: AccountStore {
                                          deadline: .seconds(settings.statementTimeout), logger: logger) {
             await PostgresConnections.probe(settings, logger: logger)
         }
-        self.listener = PostgresChangeListener(settings: settings, signer: signer, owner: leaseOwner, logger: logger,
+        self.listener = PostgresChangeListener(settings: settings, signers: signers, owner: leaseOwner, logger: logger,
                                                checkInterval: .seconds(min(10, settings.leaseDuration / 4)))
         do throws(StoreError) {
             // A store that cannot be reached says why at start: the pool itself only waits.

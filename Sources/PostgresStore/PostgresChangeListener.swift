@@ -7,7 +7,8 @@ import Synchronization
 import WebBasics
 
 /// Hears the other hosts' changes: one connection of its own (with TCP keepalive) that LISTENs
-/// on the store's channel, runs `check` (this host's heartbeat) every `checkInterval`, which
+/// on the store's channel (one per key this host holds: during a rekey while hosts run, a host
+/// holding both keys hears hosts on either), runs `check` (this host's heartbeat) every `checkInterval`, which
 /// must answer within `checkDeadline`, and comes back (with backoff, never longer than half a
 /// check interval, so that a host's liveness outlasts an outage) when it is lost.
 /// Notifications sent while it was away are gone, so each reconnection reports `.everything`.
@@ -22,7 +23,7 @@ final class PostgresChangeListener: Sendable {
     }
 
     private let settings: PostgresStoreSettings
-    private let signer: ChangeSigner
+    private let signers: [ChangeSigner]
     private let owner: String
     /// Payloads on the channel that were not a host of this tenant's (their MAC fails).
     private let forged = Mutex(ForgedPayloads())
@@ -32,10 +33,10 @@ final class PostgresChangeListener: Sendable {
     let checkDeadline: Duration
     private let reconnect: Backoff
 
-    init(settings: PostgresStoreSettings, signer: ChangeSigner, owner: String, logger: Logger,
+    init(settings: PostgresStoreSettings, signers: [ChangeSigner], owner: String, logger: Logger,
          checkInterval: Duration = .seconds(10), checkDeadline: Duration = .seconds(5)) {
         self.settings = settings
-        self.signer = signer
+        self.signers = signers
         self.owner = owner
         self.logger = logger
         self.checkInterval = checkInterval
@@ -82,7 +83,7 @@ final class PostgresChangeListener: Sendable {
                     // while nobody listened is read again.
                     if announced { handler(.everything) }
                     announced = true
-                } notification: { [self] payload in
+                } notification: { [self] payload, signer in
                     let (id, forged) = signer.change(payload, me: owner)
                     if let id { handler(.account(id)) }
                     if forged { noteForged() }
@@ -111,20 +112,31 @@ final class PostgresChangeListener: Sendable {
     /// connection without waiting for the other: postgres-nio may never end a LISTEN on a
     /// connection the server closed (see `firstToEnd`), and then only the checks find it.
     private func listenOnce(check: @escaping @Sendable (PostgresConnection) async throws -> Void, _ listening: () -> Void,
-                            notification: @escaping @Sendable (String) -> Void) async throws {
+                            notification: @escaping @Sendable (String, ChangeSigner) -> Void) async throws {
         // Bounded by its own timeouts: 5 s for TCP, 5 s for TLS and authentication.
         let connection = try await PostgresConnections.dedicatedConnection(settings, id: 0, logger: logger)
         // Closed before it goes, whichever way this ends (postgres-nio insists).
         defer { Task { try? await connection.close() } }
         let (ready, readySignal) = AsyncStream.makeStream(of: Void.self)
         let (interval, deadline) = (checkInterval, checkDeadline)
+        let signers = signers
+        // Ready once every channel's LISTEN is in place.
+        let inPlace = ListensInPlace()
         let hear: @Sendable () async throws -> Void = {
             defer { readySignal.finish() }
-            try await connection.listen(on: self.signer.channel) { notifications in
-                readySignal.yield()
-                for try await received in notifications { notification(received.payload) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for signer in signers {
+                    group.addTask {
+                        try await connection.listen(on: signer.channel) { notifications in
+                            if inPlace.count.withLock({ $0 += 1; return $0 }) == signers.count { readySignal.yield() }
+                            for try await received in notifications { notification(received.payload, signer) }
+                        }
+                        throw ListenerEnded()
+                    }
+                }
+                defer { group.cancelAll() }
+                try await group.next()
             }
-            throw ListenerEnded()
         }
         let keepChecking: @Sendable () async throws -> Void = {
             // A check that fails before the LISTEN is in place ends the wait for it too.
@@ -170,6 +182,11 @@ final class PostgresChangeListener: Sendable {
 private struct ForgedPayloads {
     var count = 0
     var lastSaid: ContinuousClock.Instant?
+}
+
+/// How many of a connection's LISTENs are in place.
+private final class ListensInPlace: Sendable {
+    let count = Mutex(0)
 }
 
 /// The listening connection's notifications ended (the connection closed).

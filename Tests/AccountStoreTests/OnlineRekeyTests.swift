@@ -183,4 +183,50 @@ struct OnlineRekeyTests {
         await host.close()
         await command.close()
     }
+
+    @Test("""
+        change announcements during the move from one key to the other: a host holding both hears, and is heard by, \
+        hosts on the old key and on the new key alone
+        """)
+    func announcementsAcrossKeys() async throws {
+        let tenant = SharedTestDatabase.freshTenant()
+        let (old, new) = (SymmetricKey(size: .bits256), SymmetricKey(size: .bits256))
+        let command = try await Self.open(tenant, key: old, also: [new], name: "rekey")
+        let record = Fixtures.record()
+        try await command.insert(record, secrets: Fixtures.secrets())
+        try await command.beginWritingKey(StoreKey.keyFingerprint(new))
+        let oldOnly = try await Self.open(tenant, key: old, name: "old")
+        let both = try await Self.open(tenant, key: old, also: [new], name: "both")
+        let newOnly = try await Self.open(tenant, key: new, name: "new")
+        let hosts = [oldOnly, both, newOnly]
+        let heard = Mutex<[Int: Set<UUID>]>([:])
+        for (index, host) in hosts.enumerated() {
+            await host.observeChanges(keeping: { [] }) { change in
+                // `.everything` (a listener that reconnected reads every account again) hears it too.
+                let id = if case .account(let id) = change { id } else { record.id }
+                heard.withLock { _ = $0[index, default: []].insert(id) }
+            }
+        }
+        defer { Task { for host in hosts + [command] { await host.close() } } }
+        /// Whether host `index` hears the change within a few seconds (a NOTIFY lands in milliseconds).
+        func hears(_ index: Int) async throws -> Bool {
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline {
+                if heard.withLock({ $0[index]?.contains(record.id) == true }) { return true }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            return false
+        }
+        func reset() { heard.withLock { $0 = [:] } }
+        let profile = AccountProfile(displayName: "x", avatar: nil, description: nil, fetchedAt: Date())
+        try await both.setProfile(id: record.id, profile, at: Date())
+        let (oldHeard, newHeard) = (try await hears(0), try await hears(2))
+        #expect(oldHeard && newHeard, "hosts on either key hear the host holding both")
+        reset()
+        try await oldOnly.setProfile(id: record.id, profile, at: Date())
+        #expect(try await hears(1), "the host holding both hears one on the old key")
+        reset()
+        try await newOnly.setProfile(id: record.id, profile, at: Date())
+        #expect(try await hears(1), "the host holding both hears one on the new key alone")
+    }
 }
