@@ -18,6 +18,13 @@ extension Daemon {
     func openStore(stateDirectory: StateDirectory, key: SymmetricKey, keyFile: URL, alsoOpening: [SymmetricKey] = [])
         async throws(DaemonStartupError) -> any AccountStore {
         guard let url = configuration.storeURL else {
+            if FileManager.default.fileExists(atPath: stateDirectory.newKeyFile.path) {
+                logger.notice("""
+                    store.key.new is for a rekey while a PostgreSQL tenant's hosts run; this SQLite store does not use it \
+                    (stop blueskyd and run `blueskyd store rekey --new-key-file` instead)
+                    """,
+                              metadata: ["path": "\(stateDirectory.newKeyFile.path)"])
+            }
             do {
                 return try SQLiteAccountStore(directory: stateDirectory.url, key: key, logger: logger)
             } catch .secretDoesNotOpen {

@@ -30,6 +30,7 @@ extension PostgresAccountStore {
     /// every sealed write of this host is then refused by the database.
     @discardableResult
     func adoptWritingKey(_ named: String?) -> String? {
+        tenantKey.withLock { $0 = named }
         let wanted = named ?? firstKey
         let (switched, missing) = sealing.withLock { sealer -> (String?, String?) in
             guard sealer.writingFingerprint != wanted else { return (nil, nil) }

@@ -9,9 +9,11 @@ extension PostgresAccountStore {
     /// seal does not hold: someone without the store key rewrote where its tokens would go.
     /// So is a row a column of which holds what blueskyd cannot read (`UnreadableRow`).
     ///
-    /// A seal made under a key this host does not hold (a rekey named it while this host ran
-    /// without it) says nothing of the row: that is refused as a failed read, and the row is
-    /// never marked altered by a host that is merely behind.
+    /// A seal made under the tenant's key when this host does not hold it (a rekey named it
+    /// while this host ran without it) says nothing of the row: that is refused as a failed
+    /// read, and the row is never marked altered by a host that is merely behind. A row naming
+    /// any other key this host lacks (a name anyone who can write the row can write) is read as
+    /// altered, as before: one such row never stops the reading of the others.
     func verified(_ row: PostgresRow) throws -> AccountRecord {
         let cells = row.makeRandomAccess()
         let seal = try cells["metadata_seal"].decode(ByteBuffer?.self).map { Data(buffer: $0) }
@@ -23,9 +25,10 @@ extension PostgresAccountStore {
         return record
     }
 
-    /// Throws when `key` (a row's `sealed_by` or `metadata_sealed_by`) is not one of this host's.
+    /// Throws when `key` (a row's `sealed_by` or `metadata_sealed_by`) is the tenant's key and
+    /// not one of this host's.
     func requireHeld(_ key: String, sealer: SecretSealer, account: UUID) throws(StoreError) {
-        guard !sealer.fingerprints.contains(key) else { return }
+        guard !sealer.fingerprints.contains(key), tenantKey.withLock({ $0 }) == key else { return }
         throw StoreError.database(context: "reading account \(account.uuidString.lowercased())",
                                   reason: "it is sealed under the key \(key), which this host does not hold (a store rekey): "
                                     + "restart this host with that key installed")

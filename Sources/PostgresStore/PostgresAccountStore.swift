@@ -33,6 +33,8 @@ public final class PostgresAccountStore: AccountStore {
     let sealing: Mutex<SecretSealer>
     /// The fingerprint of the first key (`store.key`): the writing key of a tenant that names none.
     let firstKey: String
+    /// The key the tenant names, as last read (at start, at each beat).
+    let tenantKey = Mutex<String?>(nil)
     /// The tenant's NOTIFY channel and the signatures of its payloads, one per key this host
     /// holds (`store.key`'s first): a change is announced on each, so that during a rekey while
     /// hosts run, hosts on the old key, on both, and on the new one alone all hear it.

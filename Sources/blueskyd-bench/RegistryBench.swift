@@ -3,7 +3,8 @@ import Foundation
 import WebBasics
 
 /// Section 14: the registry moved. 100,000 app-password accounts in a SQLite store are copied
-/// into a PostgreSQL tenant and back, exported and imported, and each store rekeyed, each by the real `blueskyd store`
+/// into a PostgreSQL tenant and back, exported and imported, each store rekeyed, and the tenant rekeyed again while a
+/// host of it runs, each by the real `blueskyd store`
 /// command, timed, with the command's peak memory (VmHWM, sampled every 50 ms): a registry is
 /// read and written a page at a time, so the peak stays flat however many accounts.
 struct RegistryBench {
@@ -58,6 +59,25 @@ struct RegistryBench {
                 progress.say("registry: \(name)")
                 result.steps.append(try await Self.measure(name, arguments + ["--json"], expecting: result.accounts))
             }
+            // The tenant rekeyed again while a host of it runs, holding the next key beside its own.
+            let name = "rekey while a host runs (PostgreSQL)"
+            progress.say("registry: \(name)")
+            let current = try String(contentsOfFile: directory + "/new-postgres.key", encoding: .utf8)
+            let next = try Self.newKey(directory + "/new-online.key")
+            let hostState = directory + "/running/host0/state"
+            try SharedStoreHosts.provisionKey(current, stateDirectory: hostState)
+            try FileManager.default.copyItem(atPath: next, toPath: hostState + "/store.key.new")
+            let host = try await SharedStoreHosts.startHost(0, in: directory + "/running", keyHex: current, config: config, testbed: nil,
+                                                            readyTimeout: .seconds(180))
+            do {
+                result.steps.append(try await Self.measure(name, ["store", "rekey", "--config", config, "--state-directory",
+                                                                  directory + "/host/state", "--new-key-file", next, "--json"],
+                                                           expecting: result.accounts))
+            } catch {
+                await host.stop()
+                throw error
+            }
+            await host.stop()
         } catch {
             result.error = describe(error)
         }
@@ -88,6 +108,7 @@ struct RegistryBench {
             throw BenchError.storeFailed("\(name): exit \(process.terminationStatus): \(stderr)")
         }
         let counted = stdout.contains("\"copied\":\(accounts)") || stdout.contains("\"accounts\":\(accounts)")
+            || stdout.contains("\"resealed\":\(accounts)")
         guard counted else { throw BenchError.storeFailed("\(name): \(accounts) accounts expected, got \(stdout)") }
         return RegistryResult.Step(name: name, seconds: elapsed.seconds,
                                    peakKiB: peakKiB)

@@ -89,10 +89,14 @@ struct OnlineRekeyTests {
             #expect(try await both.sealingKeys().rows == [newPrint: 21])
             #expect(try await command.account(id: second)?.secretsVersion == 2)
 
-            // The old key alone opens nothing any more, and says why without marking a row.
-            let stale = await #expect(throws: StoreError.self) { try await behind.secrets(for: records[5].id) }
-            #expect(stale?.description.contains("sealed under the key \(newPrint), which this host does not hold") == true,
-                    "\(String(describing: stale))")
+            // The old key alone opens nothing any more, and a host that knows the tenant's key
+            // (from its start or its last beat) says why without marking a row.
+            let stale = try await Self.open(tenant, key: old, name: "stale")
+            let refusedRead = await #expect(throws: StoreError.self) { try await stale.secrets(for: records[5].id) }
+            #expect(refusedRead?.description.contains("sealed under the key \(newPrint), which this host does not hold") == true,
+                    "\(String(describing: refusedRead))")
+            await #expect(throws: StoreError.self) { try await stale.account(id: records[5].id) }
+            await stale.close()
             #expect(try await command.account(id: records[5].id)?.state == .active)
 
             // A host with the new key only opens every row, seal and client key; one with the old key only may not start.
@@ -228,5 +232,29 @@ struct OnlineRekeyTests {
         reset()
         try await newOnly.setProfile(id: record.id, profile, at: Date())
         #expect(try await hears(1), "the host holding both hears one on the new key alone")
+    }
+
+    @Test("a row whose key name and PDS were rewritten without the key reads as altered; it stops no read of the others, and no host reads it as merely behind")
+    func forgedKeyName() async throws {
+        let tenant = SharedTestDatabase.freshTenant()
+        let key = SymmetricKey(size: .bits256)
+        let host = try await Self.open(tenant, key: key, name: "host")
+        do {
+            let (victim, other) = (Fixtures.record(), Fixtures.record())
+            try await host.insert(victim, secrets: Fixtures.secrets())
+            try await host.insert(other, secrets: Fixtures.secrets())
+            _ = try await SharedTestDatabase.server.run("""
+                UPDATE account SET metadata_sealed_by = 'ffffffffffffffff', sealed_by = 'ffffffffffffffff',
+                    pds = 'https://evil.example.test' WHERE id = '\(victim.id.uuidString.lowercased())'
+                """)
+            #expect(try await host.account(id: victim.id)?.isAltered == true)
+            await #expect(throws: StoreError.recordAltered(account: victim.id)) { try await host.secrets(for: victim.id) }
+            #expect(try await host.account(id: other.id)?.isAltered == false)
+            #expect(try await host.count() == 2)
+        } catch {
+            await host.close()
+            throw error
+        }
+        await host.close()
     }
 }
