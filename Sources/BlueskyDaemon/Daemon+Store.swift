@@ -34,11 +34,16 @@ extension Daemon {
             }
         }
         try checkLease()
-        let newKey: SymmetricKey?
+        var newKey: SymmetricKey?
         do {
             newKey = try StoreKey.installedNewKey(newKeyFile: stateDirectory.newKeyFile)
         } catch {
             throw DaemonStartupError("the second store key cannot be used: \(error)", exitCode: .configuration)
+        }
+        if newKey == key {
+            logger.notice("store.key.new is the store key itself: nothing to add (move it away once a rekey is done)",
+                          metadata: ["storeKey": "\(StoreKey.keyFingerprint(key))"])
+            newKey = nil
         }
         return try await openPostgresStore(url: url, password: try storePassword(), tenant: configuration.tenant ?? Self.unixUserName(),
                                            key: key, otherKeys: (newKey.map { [$0] } ?? []) + alsoOpening, keyFile: keyFile)

@@ -16,12 +16,16 @@ extension PostgresAccountStore {
         public var resealed = 0
         /// Rows under another key that no key of this store opens: left as they are.
         public var unopened: [UUID] = []
+        /// Rows whose metadata seal does not hold (someone without the key changed the row, or
+        /// the row cannot be read whole): their secrets are resealed, their seal left as it is,
+        /// broken under every key and still naming the key it was made under.
+        public var altered: [UUID] = []
         /// The last id the batch read (the next batch starts after it); nil when it read none.
         public var last: UUID?
     }
 
     /// Reseals up to `limit` of the tenant's rows after `after` (by id) that name another key
-    /// than this store's writing key, leaving out `skipping` (rows no key opens, found before).
+    /// than this store's writing key, leaving out `skipping` (rows no key opens, or altered, found before).
     public func resealBatch(after: UUID?, limit: Int = 500, skipping: [UUID]) async throws(StoreError) -> ResealBatch {
         let (tenant, sealer) = (settings.tenant, sealer)
         let writing = sealer.writingFingerprint
@@ -34,7 +38,7 @@ extension PostgresAccountStore {
                 ORDER BY id LIMIT \(limit) FOR UPDATE SKIP LOCKED
                 """, binds: Self.binds(tenant, start, skipping, writing)))
             var batch = ResealBatch()
-            var (ids, secrets, seals): ([UUID], [ByteBuffer], [ByteBuffer]) = ([], [], [])
+            var (ids, secrets, seals, sealIDs): ([UUID], [ByteBuffer], [ByteBuffer], [UUID]) = ([], [], [], [])
             for row in rows {
                 let (parsed, seal, blob) = try Self.sealedParts(row)
                 let id = parsed.record.id
@@ -43,26 +47,31 @@ extension PostgresAccountStore {
                     batch.unopened.append(id)
                     continue
                 }
-                // Only a seal that holds is made again: a broken one stays broken under every key.
-                let newSeal: Data? = if case .readable(let record) = parsed {
-                    sealer.resealedMetadataSeal(seal, record: record, tenant: tenant)
-                } else {
-                    nil
-                }
                 ids.append(id)
                 secrets.append(ByteBuffer(bytes: resealed))
-                // An empty seal: none made (no seal is empty).
-                seals.append(ByteBuffer(bytes: newSeal ?? Data()))
+                // Only a seal that holds is made again: a broken one stays as it is, and is listed.
+                guard let seal else { continue }
+                guard case .readable(let record) = parsed,
+                      let newSeal = sealer.resealedMetadataSeal(seal, record: record, tenant: tenant) else {
+                    batch.altered.append(id)
+                    continue
+                }
+                sealIDs.append(id)
+                seals.append(ByteBuffer(bytes: newSeal))
             }
             guard !ids.isEmpty else { return batch }
-            // A seal left as it was (broken, missing) is labelled too: no key makes it hold.
             try await session.run("""
-                UPDATE account SET sealed_secrets = r.secrets, sealed_by = \(writing),
-                    metadata_seal = COALESCE(NULLIF(r.seal, ''::bytea), account.metadata_seal),
-                    metadata_sealed_by = CASE WHEN account.metadata_seal IS NULL THEN NULL ELSE \(writing) END
-                FROM unnest(\(ids)::uuid[], \(secrets)::bytea[], \(seals)::bytea[]) AS r (id, secrets, seal)
+                UPDATE account SET sealed_secrets = r.secrets, sealed_by = \(writing)
+                FROM unnest(\(ids)::uuid[], \(secrets)::bytea[]) AS r (id, secrets)
                 WHERE account.tenant = \(tenant) AND account.id = r.id
                 """)
+            if !sealIDs.isEmpty {
+                try await session.run("""
+                    UPDATE account SET metadata_seal = r.seal, metadata_sealed_by = \(writing)
+                    FROM unnest(\(sealIDs)::uuid[], \(seals)::bytea[]) AS r (id, seal)
+                    WHERE account.tenant = \(tenant) AND account.id = r.id
+                    """)
+            }
             batch.resealed = ids.count
             return batch
         }

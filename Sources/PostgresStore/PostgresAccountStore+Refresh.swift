@@ -10,20 +10,26 @@ extension PostgresAccountStore {
     /// host's beat has moved the leases on). A row another host is locking at this moment (its
     /// own claim, or its take from the schedule) is waited for, a few milliseconds, and then
     /// read as that host left it.
+    ///
+    /// Refused (as a failed write) while the tenant seals with a key this host does not hold
+    /// (a rekey named it): a refresh whose rotated tokens could not be saved would spend the
+    /// refresh token for nothing, and lose the session when the host stops.
     public func claimRefresh(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim {
         let (tenant, me, lease, beat, outageGap) = (settings.tenant, leaseOwner, settings.leaseDuration, beat, outageGap)
-        return try await write("marking a refresh as started") { session in
+        return try await write("marking a refresh as started") { [self] session in
             let locked = try await session.run("""
                 SELECT a.secrets_version, a.lease_owner, a.lease_expires_at, a.refresh_started_at,
-                    \(unescaped: Self.databaseNow), h.alive_until, c.last_beat
+                    \(unescaped: Self.databaseNow), h.alive_until, c.last_beat, k.fingerprint, k.previous
                 FROM account a
                 LEFT JOIN blueskyd_host h ON h.tenant = a.tenant AND h.owner = a.lease_owner
                 LEFT JOIN blueskyd_clock c ON c.tenant = a.tenant
+                LEFT JOIN blueskyd_tenant_key k ON k.tenant = a.tenant
                 WHERE a.tenant = \(tenant) AND a.id = \(id) FOR UPDATE OF a
                 """).first
             guard let locked else { throw StoreError.unknownAccount(id) }
-            let (current, owner, expires, interrupted, databaseNow, aliveUntil, lastBeat)
-                = try locked.decode((Int64, String?, Double?, Double?, Double, Double?, Double?).self)
+            let (current, owner, expires, interrupted, databaseNow, aliveUntil, lastBeat, named, previous)
+                = try locked.decode((Int64, String?, Double?, Double?, Double, Double?, Double?, String?, String?).self)
+            try requireSavable(named: named, previous: previous)
             let clock = Date(storedSeconds: databaseNow)
             if let verdict = RefreshClaim.decide(storedVersion: current, expected: version, owner: owner,
                                                  leaseEnds: expires.map(Date.init(storedSeconds:)), me: me, now: clock) {

@@ -62,6 +62,19 @@ extension PostgresAccountStore {
                         "writing-key": "\(missing)", "held-keys": "\(sealer.fingerprints.joined(separator: ","))"])
     }
 
+    /// Throws unless what this host seals would be accepted: the tenant names no key, or one it
+    /// holds (taken up now), or the previous one while hosts take the new one up.
+    func requireSavable(named: String?, previous: String?) throws(StoreError) {
+        guard let named else { return }
+        if let missing = adoptWritingKey(named) {
+            guard let previous, sealer.writingFingerprint == previous else {
+                throw StoreError.database(context: "marking a refresh as started", reason: "tenant \(settings.tenant) seals with the "
+                    + "key \(missing) (a store rekey), which this host does not hold: no refresh starts here until it runs with "
+                    + "that key (install it as store.key.new, restart)")
+            }
+        }
+    }
+
     /// Refuses a host's start when the tenant names a writing key this host lacks (exit 78).
     static func requireWritingKey(_ tenant: String, sealer: SecretSealer, location: String,
                                   on session: PostgresSession) async throws {
@@ -72,6 +85,30 @@ extension PostgresAccountStore {
     }
 
     // MARK: - What `daemon.status` and `store rekey` show
+
+    /// What `daemon.status` shows, without waiting for the database (a status must answer when
+    /// the database is silent): the keys as this host holds them now, and the rows per key as
+    /// last counted; a count older than two seconds is started again in the background.
+    public func sealingKeysNow() -> SealingKeyReport {
+        let sealer = sealer
+        let (rows, count) = rowCounts.withLock { counts -> ([String: Int], Bool) in
+            let stale = counts.at.map { ContinuousClock.now - $0 > .seconds(2) } ?? true
+            let start = stale && !counts.counting
+            if start { counts.counting = true }
+            return (counts.rows, start)
+        }
+        if count {
+            Task { [self] in
+                let report = try? await sealingKeys()
+                rowCounts.withLock { counts in
+                    counts.counting = false
+                    if let report { (counts.rows, counts.at) = (report.rows, .now) }
+                }
+            }
+        }
+        return SealingKeyReport(held: sealer.fingerprints, writing: sealer.writingFingerprint, tenant: tenantKey.withLock { $0 },
+                                rows: rows)
+    }
 
     /// The keys this host holds and writes with, the tenant's, and how many rows each seals.
     public func sealingKeys() async throws(StoreError) -> SealingKeyReport {
@@ -134,6 +171,13 @@ extension PostgresAccountStore {
             try await session.run("UPDATE blueskyd_tenant_key SET previous = NULL WHERE tenant = \(tenant) AND fingerprint = \(writing)")
         }
     }
+}
+
+/// Rows per key as last counted.
+struct RowCounts: Sendable {
+    var rows: [String: Int] = [:]
+    var at: ContinuousClock.Instant?
+    var counting = false
 }
 
 /// What `PostgresAccountStore.sealingKeys` found.

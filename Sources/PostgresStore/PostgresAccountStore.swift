@@ -35,6 +35,8 @@ public final class PostgresAccountStore: AccountStore {
     let firstKey: String
     /// The key the tenant names, as last read (at start, at each beat).
     let tenantKey = Mutex<String?>(nil)
+    /// Rows per key, as last counted (`sealingKeysNow`), and whether a count is under way.
+    let rowCounts = Mutex<RowCounts>(RowCounts())
     /// The tenant's NOTIFY channel and the signatures of its payloads, one per key this host
     /// holds (`store.key`'s first): a change is announced on each, so that during a rekey while
     /// hosts run, hosts on the old key, on both, and on the new one alone all hear it.
@@ -81,6 +83,8 @@ public final class PostgresAccountStore: AccountStore {
             try await checkTenantRole()
             try await adoptWritingKey()
             try await checkClock()
+            // Counted once now, so that the first status has them (later ones count in the background).
+            if let report = try? await sealingKeys() { rowCounts.withLock { $0 = RowCounts(rows: report.rows, at: .now) } }
         } catch {
             await database.close()
             throw error

@@ -58,12 +58,19 @@ struct OnlineRekeyTests {
             #expect(try await both.sealingKeys() == SealingKeyReport(held: [oldPrint, newPrint], writing: oldPrint, tenant: nil,
                                                                       rows: [oldPrint: 21]))
 
-            // Named, and (as once every live host took it up) the old key no longer accepted.
-            try await command.beginWritingKey(newPrint)
-            try await command.endPreviousKey()
-            // The host with the old key only: its save is refused whole, its tokens unchanged.
+            // A refresh the host with the old key only started before the rekey...
             let first = records[0].id
             #expect(try await behind.claimRefresh(id: first, expecting: 1, at: Date()) == .granted(interruptedAt: nil))
+            // ...then the key named, and (as once every live host took it up) the old key no longer accepted.
+            try await command.beginWritingKey(newPrint)
+            try await command.endPreviousKey()
+            // That host starts no refresh now (its tokens could not be saved)...
+            let noClaim = await #expect(throws: StoreError.self) {
+                try await behind.claimRefresh(id: records[2].id, expecting: 1, at: Date())
+            }
+            #expect(noClaim?.description.contains("no refresh starts here") == true, "\(String(describing: noClaim))")
+            #expect(try await command.refreshLease(id: records[2].id) == nil)
+            // ...and the save of the one it started is refused whole, the stored tokens unchanged.
             let refused = await #expect(throws: StoreError.self) {
                 try await behind.saveRefreshedSession(id: first, secrets: Fixtures.secrets(), accessExpiresAt: nil,
                                                       refreshExpiresAt: nil, at: Date(), replacing: 1)
@@ -211,7 +218,6 @@ struct OnlineRekeyTests {
                 heard.withLock { _ = $0[index, default: []].insert(id) }
             }
         }
-        defer { Task { for host in hosts + [command] { await host.close() } } }
         /// Whether host `index` hears the change within a few seconds (a NOTIFY lands in milliseconds).
         func hears(_ index: Int) async throws -> Bool {
             let deadline = ContinuousClock.now + .seconds(5)
@@ -232,6 +238,7 @@ struct OnlineRekeyTests {
         reset()
         try await newOnly.setProfile(id: record.id, profile, at: Date())
         #expect(try await hears(1), "the host holding both hears one on the new key alone")
+        for host in hosts + [command] { await host.close() }
     }
 
     @Test("a row whose key name and PDS were rewritten without the key reads as altered; it stops no read of the others, and no host reads it as merely behind")
@@ -256,5 +263,37 @@ struct OnlineRekeyTests {
             throw error
         }
         await host.close()
+    }
+
+    @Test("a pass meets a row changed without the key: its secrets are resealed, its broken seal is left naming the old key, and the row is listed, not blessed")
+    func alteredRowListed() async throws {
+        let tenant = SharedTestDatabase.freshTenant()
+        let (old, new) = (SymmetricKey(size: .bits256), SymmetricKey(size: .bits256))
+        let (oldPrint, newPrint) = (StoreKey.keyFingerprint(old), StoreKey.keyFingerprint(new))
+        let command = try await Self.open(tenant, key: old, also: [new], name: "rekey")
+        do {
+            let (victim, other) = (Fixtures.record(), Fixtures.record())
+            let secrets = Fixtures.secrets()
+            try await command.insert(victim, secrets: secrets)
+            try await command.insert(other, secrets: Fixtures.secrets())
+            _ = try await SharedTestDatabase.server.run(
+                "UPDATE account SET pds = 'https://evil.example.test' WHERE id = '\(victim.id.uuidString.lowercased())'")
+            try await command.beginWritingKey(newPrint)
+            try await command.endPreviousKey()
+            let batch = try await command.resealBatch(after: nil, skipping: [])
+            #expect(batch.altered == [victim.id] && batch.unopened.isEmpty && batch.resealed == 2)
+            #expect(try await command.resealBatch(after: nil, skipping: batch.altered).last == nil, "nothing else is left")
+            let labels = try await SharedTestDatabase.server.run(
+                "SELECT sealed_by || '/' || metadata_sealed_by FROM account WHERE id = '\(victim.id.uuidString.lowercased())'")
+            #expect(labels.contains("\(newPrint)/\(oldPrint)"), "\(labels)")
+            let fresh = try await Self.open(tenant, key: new, name: "fresh")
+            #expect(try await fresh.account(id: victim.id)?.isAltered == true)
+            #expect(try await fresh.account(id: other.id)?.isAltered == false)
+            await fresh.close()
+        } catch {
+            await command.close()
+            throw error
+        }
+        await command.close()
     }
 }

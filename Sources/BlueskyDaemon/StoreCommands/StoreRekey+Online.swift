@@ -22,9 +22,14 @@ extension StoreRekey {
         /// nil: a dry run.
         let resealed: Int?
         var unopened: [UUID] = []
+        /// Accounts whose metadata seal fails: secrets resealed, seal left broken.
+        var altered: [UUID] = []
         var unopenedClientKeys: [String] = []
         var seconds: Double?
     }
+
+    /// How long the pass waits on rows other transactions hold before it gives up (75).
+    static let stallLimit: Duration = .seconds(600)
 
     func rekeyWhileHostsRun(_ pass: Pass, hosts: [(owner: String, keys: [String])], daemon: Daemon) async throws(DaemonStartupError) {
         guard let store = pass.store as? PostgresAccountStore, let tenant = pass.source.tenant else { return }
@@ -36,6 +41,13 @@ extension StoreRekey {
                     + "on each, install it as store.key.new in the state "
                     + "directory (or the credential \(StoreKey.newKeyCredential)) and restart it, then run the rekey again; "
                     + "nothing was resealed", exitCode: .alreadyRunning)
+        }
+        // This command opens what it reseals: the rows under the tenant's key too.
+        let keys = try await source.reading { () throws(StoreError) in try await store.sealingKeys() }
+        if let named = keys.tenant, !keys.held.contains(named) {
+            throw DaemonStartupError("tenant \(tenant) seals with the key \(named), which this command does not hold (it holds "
+                                     + "\(keys.held.joined(separator: ", "))): run it where that key is store.key or store.key.new",
+                                     exitCode: .configuration)
         }
         let waiting = try await source.reading { () throws(StoreError) in try await store.rowsUnderOtherKeys(than: new) }
         if options.dryRun {
@@ -55,27 +67,55 @@ extension StoreRekey {
         do throws(StoreError) {
             try await store.endPreviousKey()
             outcome.unopenedClientKeys = try await store.resealClientKeys()
-            var (after, sweepResealed, resealed): (UUID?, Int, Int) = (nil, 0, 0)
+            var (after, sweepResealed, resealed) = (UUID?.none, 0, 0)
+            var stalled: ContinuousClock.Instant?
+            var lastSaid: ContinuousClock.Instant?
             while true {
-                let batch = try await store.resealBatch(after: after, skipping: outcome.unopened)
+                let batch = try await store.resealBatch(after: after, skipping: outcome.unopened + outcome.altered)
                 resealed += batch.resealed
                 sweepResealed += batch.resealed
                 outcome.unopened += batch.unopened
+                outcome.altered += batch.altered
                 progress.show(resealed)
                 if let last = batch.last {
                     after = last
                     continue
                 }
-                // A sweep ended: done when every row left under another key is one no key opens.
-                let left = try await store.rowsUnderOtherKeys() - outcome.unopened.count - outcome.unopenedClientKeys.count
+                // A sweep ended: done when every row left under another key is one no key opens
+                // or one whose seal fails.
+                let left = try await store.rowsUnderOtherKeys() - outcome.unopened.count - outcome.altered.count
+                    - outcome.unopenedClientKeys.count
                 if left <= 0 { break }
-                // The rest are rows hosts' refreshes hold (their saves write them under the new
-                // key anyway): wait a beat rather than sweep again at once.
-                if sweepResealed == 0 { try? await Task.sleep(for: store.beatInterval) }
+                let progressed = sweepResealed > 0
                 (after, sweepResealed) = (nil, 0)
+                guard !progressed else { stalled = nil; continue }
+                // The rest are rows other transactions hold locked (a refresh, whose save seals
+                // them under the new key anyway; or a host stopped mid-transaction): wait a beat,
+                // say so, and give up once nothing moved for `stallLimit`.
+                let now = ContinuousClock.now
+                let since = stalled ?? now
+                stalled = since
+                if now - since >= Self.stallLimit {
+                    progress.finish()
+                    throw StoreError.database(context: "resealing", reason: "\(left) row(s) under the old key stayed locked by "
+                        + "other transactions for \(Int(Self.stallLimit.components.seconds / 60)) minutes (a host stopped in a "
+                        + "transaction?)")
+                }
+                if lastSaid.map({ now - $0 >= .seconds(60) }) ?? true {
+                    lastSaid = now
+                    progress.finish()
+                    logger.notice("""
+                        rows under the old key are locked by other transactions (refreshes, or a host stopped in a \
+                        transaction); waiting for them
+                        """, metadata: ["rows": "\(left)"])
+                }
+                try? await Task.sleep(for: store.beatInterval)
             }
-            outcome = OnlineOutcome(pass: pass, hosts: hosts, waiting: waiting, resealed: resealed,
-                                    unopened: outcome.unopened, unopenedClientKeys: outcome.unopenedClientKeys)
+            outcome = OnlineOutcome(pass: pass, hosts: hosts, waiting: waiting, resealed: resealed, unopened: outcome.unopened,
+                                    altered: outcome.altered, unopenedClientKeys: outcome.unopenedClientKeys)
+        } catch .database(let context, let reason) where context == "resealing" {
+            throw DaemonStartupError("\(reason); every host opens rows under either key: run the rekey again once they are free",
+                                     exitCode: .alreadyRunning)
         } catch .unreachable(_, let reason) {
             progress.finish()
             throw DaemonStartupError("cannot reach \(source.location): \(reason); the pass stopped midway (every host opens rows "
@@ -89,9 +129,10 @@ extension StoreRekey {
         outcome.seconds = (ContinuousClock.now - started).seconds
         reportOnline(outcome)
         let unopened = outcome.unopened.count + outcome.unopenedClientKeys.count
-        guard unopened == 0 else {
-            throw DaemonStartupError("\(unopened) row(s) open under neither key and were left as they are (listed above): log "
-                                     + "those accounts in again", exitCode: .dataError)
+        guard unopened + outcome.altered.count == 0 else {
+            throw DaemonStartupError("\(unopened) row(s) open under neither key and \(outcome.altered.count) fail their seal (listed "
+                                     + "above): left as they are; see `blueskyd store reseal --dry-run`, log those accounts in again "
+                                     + "or remove them", exitCode: .dataError)
         }
     }
 
@@ -125,9 +166,14 @@ extension StoreRekey {
         var lines = ["Resealed \(resealed) row(s) of tenant \(tenant) at \(pass.source.location) under the key \(new), was "
                      + "\(old), while \(outcome.hosts.count) host(s) ran" + (outcome.seconds.map { String(format: ", in %.1f s.", $0) } ?? "."),
                      "  Every host of the tenant now seals with \(new); no row is left under another key"
-                        + (outcome.unopened.isEmpty && outcome.unopenedClientKeys.isEmpty ? "." : " but those below.")]
+                        + (outcome.unopened.isEmpty && outcome.altered.isEmpty && outcome.unopenedClientKeys.isEmpty
+                            ? "." : " but those below.")]
         for id in outcome.unopened.prefix(20) {
             lines.append("  account \(id.uuidString.lowercased()) opens under neither key: left as it is (log it in again)")
+        }
+        for id in outcome.altered.prefix(20) {
+            lines.append("  account \(id.uuidString.lowercased()) fails its seal (changed without the key): its secrets were "
+                         + "resealed, its seal left as it is (log it in again)")
         }
         for keyID in outcome.unopenedClientKeys.prefix(20) {
             lines.append("  OAuth client key \(StoreReseal.visible(keyID)) opens under neither key: left as it is")
@@ -148,6 +194,7 @@ extension StoreRekey {
             "underOtherKeys": .number(Double(outcome.waiting)),
             "resealed": outcome.resealed.map { .number(Double($0)) } ?? .null,
             "unopened": .array(outcome.unopened.map { .string($0.uuidString.lowercased()) }),
+            "altered": .array(outcome.altered.map { .string($0.uuidString.lowercased()) }),
             "unopenedClientKeys": .array(outcome.unopenedClientKeys.map(JSONValue.string)),
             "seconds": outcome.seconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null,
         ]

@@ -15,7 +15,7 @@ extension StoreRekey {
     }
 
     func report(_ outcome: Outcome) {
-        let output = options.json ? Self.json(outcome) : Self.text(outcome)
+        let output = options.json ? Self.json(outcome, dryRun: options.dryRun) : Self.text(outcome)
         FileHandle.standardOutput.write(Data((output + "\n").utf8))
     }
 
@@ -47,10 +47,10 @@ extension StoreRekey {
         return lines.joined(separator: "\n")
     }
 
-    static func json(_ outcome: Outcome) -> String {
+    static func json(_ outcome: Outcome, dryRun: Bool) -> String {
         let pass = outcome.pass
         var object: [String: JSONValue] = [
-            "store": .string(pass.source.location), "dryRun": .bool(outcome.survey != nil && outcome.resealed == nil),
+            "store": .string(pass.source.location), "dryRun": .bool(dryRun),
             "keyFingerprint": .string(StoreKey.keyFingerprint(pass.target.key)),
             "previousKeyFingerprint": outcome.survey == nil ? .null : .string(StoreKey.keyFingerprint(pass.source.key)),
             "keyFile": .string(pass.keyInStateDirectory ? pass.stateDirectory.keyFile.path : pass.source.keyFile.path),

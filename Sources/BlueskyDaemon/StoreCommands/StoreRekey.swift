@@ -42,6 +42,13 @@ public struct StoreRekey: StoreSubcommand {
         guard !options.newKeyFile.isEmpty else { throw DaemonStartupError("--new-key-file names the new key", exitCode: .usage) }
         let newKeyFile = URL(fileURLWithPath: options.newKeyFile)
         let newKey = try StoreEndpoint.existingKey(newKeyFile)
+        // A key replacing one that leaked must be one nobody can guess (32 random bytes hold
+        // fewer than 16 distinct values with a chance below 10^-20).
+        let distinct = newKey.withUnsafeBytes { Set($0).count }
+        guard distinct >= 16 else {
+            throw DaemonStartupError("\(newKeyFile.path) is no random key (\(distinct) distinct byte values in 32): make one with "
+                                     + "`umask 077; openssl rand -hex 32 > new.key`", exitCode: .configuration)
+        }
         let place = try StoreEndpoint.configuredPlace(configuration, fallbackTenant: configuration.tenant ?? Daemon.unixUserName())
         let stateDirectory: StateDirectory
         do {
@@ -86,7 +93,10 @@ public struct StoreRekey: StoreSubcommand {
 
     private func rekey(_ pass: Pass, daemon: Daemon) async throws(DaemonStartupError) {
         let (source, target, store) = (pass.source, pass.target, pass.store)
-        guard source.key != target.key else {
+        // Nothing to do when the store is sealed with the new key already; for a shared store,
+        // whose rows a rekey while hosts ran may have moved to another key than store.key (a
+        // rollback to the key in store.key is a rekey too), when the tenant and every row say so.
+        guard try await sealedOtherwise(store, than: target.key, sameAsStoreKey: source.key == target.key) else {
             report(Outcome(pass: pass, survey: nil, resealed: nil, seconds: nil))
             return
         }
@@ -118,6 +128,27 @@ public struct StoreRekey: StoreSubcommand {
         if pass.keyInStateDirectory { try moveNextKeyIn(pass) }
         report(Outcome(pass: pass, survey: survey, resealed: resealed.withLock { $0 },
                        seconds: (ContinuousClock.now - started).seconds))
+    }
+
+    /// Whether `store` holds anything sealed under another key than `key`.
+    private func sealedOtherwise(_ store: any AccountStore, than key: SymmetricKey, sameAsStoreKey: Bool)
+        async throws(DaemonStartupError) -> Bool {
+        guard let shared = store as? PostgresAccountStore else { return !sameAsStoreKey }
+        let fingerprint = StoreKey.keyFingerprint(key)
+        let (named, left) = try await pass(reading: shared) { () throws(StoreError) in
+            (try await shared.sealingKeys().tenant, try await shared.rowsUnderOtherKeys(than: fingerprint))
+        }
+        // A tenant that names no key has every row under its hosts' store.key (each start checks it).
+        guard let named else { return !sameAsStoreKey }
+        return named != fingerprint || left > 0
+    }
+
+    private func pass<T>(reading shared: PostgresAccountStore, _ body: () async throws(StoreError) -> T) async throws(DaemonStartupError) -> T {
+        do {
+            return try await body()
+        } catch {
+            throw DaemonStartupError("cannot read \(shared.location): \(error)")
+        }
     }
 
     /// The new key beside the old, durable before any row is sealed under it.
