@@ -89,6 +89,12 @@ extension StoreKey {
         return true
     }
 
+    /// Whether `key` could be random: 32 random bytes hold fewer than 16 distinct values with a
+    /// chance below 10^-20, so a key that does (all zeros, a pattern) is one somebody chose.
+    public static func distinctBytes(_ key: SymmetricKey) -> Int {
+        key.withUnsafeBytes { Set($0).count }
+    }
+
     /// The credential of an installed second key (`StateDirectory.newKeyFile`).
     public static let newKeyCredential = "blueskyd-store-key-new"
 

@@ -40,6 +40,11 @@ extension Daemon {
         } catch {
             throw DaemonStartupError("the second store key cannot be used: \(error)", exitCode: .configuration)
         }
+        if let newKey, StoreKey.distinctBytes(newKey) < 16 {
+            throw DaemonStartupError("the second store key \(stateDirectory.newKeyFile.path) (or its credential) is no random key "
+                                     + "(\(StoreKey.distinctBytes(newKey)) distinct byte values in 32): make one with "
+                                     + "`umask 077; openssl rand -hex 32`", exitCode: .configuration)
+        }
         if newKey == key {
             logger.notice("store.key.new is the store key itself: nothing to add (move it away once a rekey is done)",
                           metadata: ["storeKey": "\(StoreKey.keyFingerprint(key))"])

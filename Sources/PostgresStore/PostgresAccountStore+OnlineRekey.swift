@@ -104,14 +104,18 @@ extension PostgresAccountStore {
     }
 
     /// How many of the tenant's rows (accounts and client keys) name another key than `fingerprint`
-    /// (by default the writing one).
-    public func rowsUnderOtherKeys(than fingerprint: String? = nil) async throws(StoreError) -> Int {
+    /// (by default the writing one), but the accounts and client keys `excluding` names (those a
+    /// pass found it cannot reseal).
+    public func rowsUnderOtherKeys(than fingerprint: String? = nil, excluding accounts: [UUID] = [],
+                                   clientKeys: [String] = []) async throws(StoreError) -> Int {
         let (tenant, writing) = (settings.tenant, fingerprint ?? sealer.writingFingerprint)
         return try await read("counting rows under the old key") { session in
             try await session.run("""
-                SELECT (SELECT count(*) FROM account WHERE tenant = \(tenant) AND (sealed_by IS DISTINCT FROM \(writing)
-                        OR (metadata_seal IS NOT NULL AND metadata_sealed_by IS DISTINCT FROM \(writing))))
-                    + (SELECT count(*) FROM oauth_client_key WHERE tenant = \(tenant) AND sealed_by IS DISTINCT FROM \(writing))
+                SELECT (SELECT count(*) FROM account WHERE tenant = \(tenant) AND NOT id = ANY(\(accounts))
+                        AND (sealed_by IS DISTINCT FROM \(writing)
+                            OR (metadata_seal IS NOT NULL AND metadata_sealed_by IS DISTINCT FROM \(writing))))
+                    + (SELECT count(*) FROM oauth_client_key WHERE tenant = \(tenant) AND NOT key_id = ANY(\(clientKeys))
+                        AND sealed_by IS DISTINCT FROM \(writing))
                 """).first?.decode(Int.self) ?? 0
         }
     }

@@ -91,23 +91,25 @@ extension PostgresAccountStore {
     /// last counted; a count older than two seconds is started again in the background.
     public func sealingKeysNow() -> SealingKeyReport {
         let sealer = sealer
-        let (rows, count) = rowCounts.withLock { counts -> ([String: Int], Bool) in
+        let (rows, countedAt, count) = rowCounts.withLock { counts -> ([String: Int], Date?, Bool) in
             let stale = counts.at.map { ContinuousClock.now - $0 > .seconds(2) } ?? true
             let start = stale && !counts.counting
             if start { counts.counting = true }
-            return (counts.rows, start)
+            return (counts.rows, counts.countedAt, start)
         }
         if count {
             Task { [self] in
                 let report = try? await sealingKeys()
                 rowCounts.withLock { counts in
                     counts.counting = false
-                    if let report { (counts.rows, counts.at) = (report.rows, .now) }
+                    if let report { (counts.rows, counts.at, counts.countedAt) = (report.rows, .now, Date()) }
                 }
             }
         }
-        return SealingKeyReport(held: sealer.fingerprints, writing: sealer.writingFingerprint, tenant: tenantKey.withLock { $0 },
-                                rows: rows)
+        var report = SealingKeyReport(held: sealer.fingerprints, writing: sealer.writingFingerprint,
+                                      tenant: tenantKey.withLock { $0 }, rows: rows)
+        report.countedAt = countedAt
+        return report
     }
 
     /// The keys this host holds and writes with, the tenant's, and how many rows each seals.
@@ -177,6 +179,7 @@ extension PostgresAccountStore {
 struct RowCounts: Sendable {
     var rows: [String: Int] = [:]
     var at: ContinuousClock.Instant?
+    var countedAt: Date?
     var counting = false
 }
 
@@ -189,6 +192,8 @@ public struct SealingKeyReport: Sendable, Equatable {
     public var tenant: String?
     /// Rows (accounts and OAuth client keys) per fingerprint of the key that sealed them.
     public var rows: [String: Int]
+    /// When `rows` were counted (`sealingKeysNow`: counted in the background).
+    public var countedAt: Date?
 
     public init(held: [String], writing: String, tenant: String?, rows: [String: Int]) {
         (self.held, self.writing, self.tenant, self.rows) = (held, writing, tenant, rows)

@@ -84,7 +84,9 @@ public final class PostgresAccountStore: AccountStore {
             try await adoptWritingKey()
             try await checkClock()
             // Counted once now, so that the first status has them (later ones count in the background).
-            if let report = try? await sealingKeys() { rowCounts.withLock { $0 = RowCounts(rows: report.rows, at: .now) } }
+            if let report = try? await sealingKeys() {
+                rowCounts.withLock { $0 = RowCounts(rows: report.rows, at: .now, countedAt: Date()) }
+            }
         } catch {
             await database.close()
             throw error

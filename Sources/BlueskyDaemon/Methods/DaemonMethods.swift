@@ -157,7 +157,7 @@ struct DaemonMethods: RPCMethodHandler {
         let report = shared.sealingKeysNow()
         return ["held": .array(report.held.map(JSONValue.string)), "writing": .string(report.writing),
                 "tenant": report.tenant.map(JSONValue.string) ?? .null,
-                "rows": .object(report.rows.mapValues { .number(Double($0)) })]
+                "rows": .object(report.rows.mapValues { .number(Double($0)) }), "rowsCountedAt": AccountView.timestamp(report.countedAt)]
     }
 
     private func status() async -> JSONValue {

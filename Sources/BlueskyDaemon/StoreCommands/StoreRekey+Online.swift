@@ -17,6 +17,8 @@ extension StoreRekey {
     struct OnlineOutcome {
         let pass: Pass
         let hosts: [(owner: String, keys: [String])]
+        /// The key the tenant sealed with before.
+        let previous: String
         /// Rows still under another key before the pass (a dry run's answer).
         let waiting: Int
         /// nil: a dry run.
@@ -26,6 +28,8 @@ extension StoreRekey {
         var altered: [UUID] = []
         var unopenedClientKeys: [String] = []
         var seconds: Double?
+        /// Of `seconds`, the wait for every host to take the key up (at most a beat).
+        var takeUpSeconds: Double?
     }
 
     /// How long the pass waits on rows other transactions hold before it gives up (75).
@@ -50,15 +54,18 @@ extension StoreRekey {
                                      exitCode: .configuration)
         }
         let waiting = try await source.reading { () throws(StoreError) in try await store.rowsUnderOtherKeys(than: new) }
+        // The key the rows are under now: the tenant's, else store.key (a rollback's target is store.key).
+        let previous = keys.tenant ?? StoreKey.keyFingerprint(source.key)
         if options.dryRun {
-            reportOnline(OnlineOutcome(pass: pass, hosts: hosts, waiting: waiting, resealed: nil))
+            reportOnline(OnlineOutcome(pass: pass, hosts: hosts, previous: previous, waiting: waiting, resealed: nil))
             return
         }
-        let started = ContinuousClock.now
         let progress = CopyProgress(total: waiting, shown: !options.json && isatty(STDERR_FILENO) == 1, verb: "resealed")
-        var outcome = OnlineOutcome(pass: pass, hosts: hosts, waiting: waiting, resealed: 0)
+        var outcome = OnlineOutcome(pass: pass, hosts: hosts, previous: previous, waiting: waiting, resealed: 0)
+        let started = ContinuousClock.now
         try await source.reading { () throws(StoreError) in try await store.beginWritingKey(new) }
         let behind = try await source.reading { () throws(StoreError) in try await hostsBehind(new, store: store) }
+        let takenUp = ContinuousClock.now
         guard behind.isEmpty else {
             throw DaemonStartupError("host(s) running on \(source.location) did not take up the new key \(new) within three "
                                      + "beats: \(behind.joined(separator: ", ")); nothing was resealed (both keys are accepted "
@@ -83,8 +90,8 @@ extension StoreRekey {
                 }
                 // A sweep ended: done when every row left under another key is one no key opens
                 // or one whose seal fails.
-                let left = try await store.rowsUnderOtherKeys() - outcome.unopened.count - outcome.altered.count
-                    - outcome.unopenedClientKeys.count
+                let left = try await store.rowsUnderOtherKeys(excluding: outcome.unopened + outcome.altered,
+                                                              clientKeys: outcome.unopenedClientKeys)
                 if left <= 0 { break }
                 let progressed = sweepResealed > 0
                 (after, sweepResealed) = (nil, 0)
@@ -104,15 +111,17 @@ extension StoreRekey {
                 if lastSaid.map({ now - $0 >= .seconds(60) }) ?? true {
                     lastSaid = now
                     progress.finish()
-                    logger.notice("""
+                    logger.warning("""
                         rows under the old key are locked by other transactions (refreshes, or a host stopped in a \
-                        transaction); waiting for them
+                        transaction); waiting for them, at most 10 minutes without progress
                         """, metadata: ["rows": "\(left)"])
                 }
                 try? await Task.sleep(for: store.beatInterval)
             }
-            outcome = OnlineOutcome(pass: pass, hosts: hosts, waiting: waiting, resealed: resealed, unopened: outcome.unopened,
-                                    altered: outcome.altered, unopenedClientKeys: outcome.unopenedClientKeys)
+            outcome = OnlineOutcome(pass: pass, hosts: hosts, previous: previous, waiting: waiting, resealed: resealed,
+                                    unopened: outcome.unopened,
+                                    altered: outcome.altered, unopenedClientKeys: outcome.unopenedClientKeys,
+                                    takeUpSeconds: (takenUp - started).seconds)
         } catch .database(let context, let reason) where context == "resealing" {
             throw DaemonStartupError("\(reason); every host opens rows under either key: run the rekey again once they are free",
                                      exitCode: .alreadyRunning)
@@ -155,7 +164,7 @@ extension StoreRekey {
 
     static func text(_ outcome: OnlineOutcome) -> String {
         let pass = outcome.pass
-        let (old, new) = (StoreKey.keyFingerprint(pass.source.key), StoreKey.keyFingerprint(pass.target.key))
+        let (old, new) = (outcome.previous, StoreKey.keyFingerprint(pass.target.key))
         let hosts = outcome.hosts.map(\.owner).joined(separator: ", ")
         let tenant = pass.source.tenant ?? ""
         guard let resealed = outcome.resealed else {
@@ -164,7 +173,8 @@ extension StoreRekey {
                 + "run. Nothing was written."
         }
         var lines = ["Resealed \(resealed) row(s) of tenant \(tenant) at \(pass.source.location) under the key \(new), was "
-                     + "\(old), while \(outcome.hosts.count) host(s) ran" + (outcome.seconds.map { String(format: ", in %.1f s.", $0) } ?? "."),
+                     + "\(old), while \(outcome.hosts.count) host(s) ran" + (outcome.seconds.map { String(format: ", in %.1f s", $0) } ?? "")
+                     + (outcome.takeUpSeconds.map { String(format: " (%.1f s of it waiting for the hosts to take the key up).", $0) } ?? "."),
                      "  Every host of the tenant now seals with \(new); no row is left under another key"
                         + (outcome.unopened.isEmpty && outcome.altered.isEmpty && outcome.unopenedClientKeys.isEmpty
                             ? "." : " but those below.")]
@@ -189,7 +199,7 @@ extension StoreRekey {
         let object: [String: JSONValue] = [
             "store": .string(pass.source.location), "whileHostsRun": true, "dryRun": .bool(outcome.resealed == nil),
             "keyFingerprint": .string(StoreKey.keyFingerprint(pass.target.key)),
-            "previousKeyFingerprint": .string(StoreKey.keyFingerprint(pass.source.key)),
+            "previousKeyFingerprint": .string(outcome.previous),
             "hosts": .array(outcome.hosts.map { ["owner": .string($0.owner), "keys": .array($0.keys.map(JSONValue.string))] }),
             "underOtherKeys": .number(Double(outcome.waiting)),
             "resealed": outcome.resealed.map { .number(Double($0)) } ?? .null,
@@ -197,6 +207,7 @@ extension StoreRekey {
             "altered": .array(outcome.altered.map { .string($0.uuidString.lowercased()) }),
             "unopenedClientKeys": .array(outcome.unopenedClientKeys.map(JSONValue.string)),
             "seconds": outcome.seconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null,
+            "takeUpSeconds": outcome.takeUpSeconds.map { .number(($0 * 1000).rounded() / 1000) } ?? .null,
         ]
         return String(decoding: JSONValue.object(object).encoded(), as: UTF8.self)
     }

@@ -44,7 +44,7 @@ public struct StoreRekey: StoreSubcommand {
         let newKey = try StoreEndpoint.existingKey(newKeyFile)
         // A key replacing one that leaked must be one nobody can guess (32 random bytes hold
         // fewer than 16 distinct values with a chance below 10^-20).
-        let distinct = newKey.withUnsafeBytes { Set($0).count }
+        let distinct = StoreKey.distinctBytes(newKey)
         guard distinct >= 16 else {
             throw DaemonStartupError("\(newKeyFile.path) is no random key (\(distinct) distinct byte values in 32): make one with "
                                      + "`umask 077; openssl rand -hex 32 > new.key`", exitCode: .configuration)
