@@ -54,8 +54,9 @@ extension StoreRekey {
                                      exitCode: .configuration)
         }
         let waiting = try await source.reading { () throws(StoreError) in try await store.rowsUnderOtherKeys(than: new) }
-        // The key the rows are under now: the tenant's, else store.key (a rollback's target is store.key).
-        let previous = keys.tenant ?? StoreKey.keyFingerprint(source.key)
+        // The key the rows are under now: the tenant's, unless an earlier pass named the new key
+        // already (then store.key's); a rollback's target is store.key, its rows the tenant's key's.
+        let previous = keys.tenant.flatMap { $0 == new ? nil : $0 } ?? StoreKey.keyFingerprint(source.key)
         if options.dryRun {
             reportOnline(OnlineOutcome(pass: pass, hosts: hosts, previous: previous, waiting: waiting, resealed: nil))
             return
