@@ -162,6 +162,71 @@ struct StoreRekeyWhileRunningTests {
         }
     }
 
+    @Test("""
+        a rekey back to the key in store.key while a row is held locked and another was changed without the key: the pass \
+        waits for the lock, reseals the locked row, lists the changed one (65), and leaves no row under the retired key \
+        (a second blind attack saw it end early, the locked row left under the retired key)
+        """, .timeLimit(.minutes(4)))
+    func rollbackWaitsForLockedRow() async throws {
+        try await StoreMoveFixture.with("blueskyd-rekey-rollback", postgres: true) { fixture in
+            let directory = fixture.directory
+            let database = try #require(fixture.database)
+            let (url, password) = try SharedStoreHosts.createDatabase(on: database)
+            let tenant = SharedStoreHosts.ownerTenant
+            let seeding = try await SeededSharedStore(url: url, password: password, tenant: tenant, keyDirectory: directory.file("seeding"))
+            let distant = Date().addingTimeInterval(30 * 86_400)
+            try await seeding.write(count: 20, account: { index in
+                (AccountRecord(did: "did:plc:roll\(index)", handle: "roll\(index).test", handleVerified: true,
+                               pds: "https://pds.example.test", authKind: .appPassword, accessExpiresAt: distant, refreshExpiresAt: distant),
+                 AccountSecrets(accessToken: "access-\(index)", refreshToken: "refresh-\(index)"))
+            }, due: { _ in distant })
+            await seeding.close()
+            let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: tenant,
+                                                                 extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
+            let newHex = SharedStoreHosts.randomKeyHex()
+            let state = directory.path + "/host0/state"
+            try SharedStoreHosts.provisionKey(seeding.keyHex, stateDirectory: state)
+            try StoreRekeyTests.writeKey(newHex, to: state + "/store.key.new")
+            let host = fixture.keep(try await SharedStoreHosts.startHost(0, in: directory.path, keyHex: seeding.keyHex, config: config,
+                                                                         testbed: nil))
+            try StoreRekeyTests.writeKey(newHex, to: directory.path + "/new.key")
+            try FileManager.default.copyItem(atPath: state + "/store.key", toPath: directory.path + "/old.key")
+            let (oldPrint, newPrint) = (try StoreRekeyTests.fingerprint(directory.path + "/old.key"),
+                                        try StoreRekeyTests.fingerprint(directory.path + "/new.key"))
+            let forward = try await fixture.blueskyd(["store", "rekey", "--config", config, "--state-directory", state,
+                                                      "--new-key-file", directory.path + "/new.key"])
+            #expect(forward.status == 0, "\(forward.stdout) \(forward.stderr)")
+
+            _ = try database.psql("UPDATE account SET pds = 'https://evil.example.test' WHERE did = 'did:plc:roll3'", database: "blueskyd")
+            let locker = Task {
+                try await offThePool {
+                    try database.psql("BEGIN; SELECT 1 FROM account WHERE did = 'did:plc:roll7' FOR UPDATE; SELECT pg_sleep(8); COMMIT;",
+                                      database: "blueskyd")
+                }
+            }
+            // The lock is in place before the rekey starts.
+            let deadline = ContinuousClock.now + .seconds(10)
+            while try database.psql("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                                    + "WHERE c.relname = 'account' AND l.mode = 'RowShareLock'", database: "blueskyd") == "0",
+                  ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            let started = ContinuousClock.now
+            let back = try await fixture.blueskyd(["store", "rekey", "--config", config, "--state-directory", state,
+                                                   "--new-key-file", directory.path + "/old.key"])
+            let took = ContinuousClock.now - started
+            _ = try await locker.value
+            #expect(back.status == 65 && back.stdout.contains("was \(newPrint)") && back.stdout.contains("fails its seal"),
+                    "\(back.stdout) \(back.stderr)")
+            #expect(took > .seconds(3), "the pass waited for the locked row: \(took)")
+            let left = try database.psql("SELECT count(*) FROM account WHERE sealed_by <> '\(oldPrint)'", database: "blueskyd")
+            #expect(left == "0", "every row's secrets are under the key rolled back to")
+            let labels = try database.psql("SELECT did FROM account WHERE metadata_sealed_by <> '\(oldPrint)'", database: "blueskyd")
+            #expect(labels == "did:plc:roll3", "only the changed row's broken seal names the retired key: \(labels)")
+            await host.stop()
+        }
+    }
+
     /// `storeKeys.rows` of `host`'s status once it equals `expected`, or as it is after 15 s.
     static func rows(_ host: DaemonProcess, settlingTo expected: JSONValue) async throws -> JSONValue? {
         let deadline = ContinuousClock.now + .seconds(15)
