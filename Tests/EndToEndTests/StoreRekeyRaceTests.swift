@@ -28,12 +28,7 @@ struct StoreRekeyRaceTests {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
             let tenant = SharedStoreHosts.ownerTenant
             let seeding = try await SeededSharedStore(url: url, password: password, tenant: tenant, keyDirectory: directory.file("seeding"))
-            let distant = Date().addingTimeInterval(30 * 86_400)
-            try await seeding.write(count: 1_000, account: { index in
-                (AccountRecord(did: "did:plc:race\(index)", handle: "race\(index).test", handleVerified: true,
-                               pds: "https://pds.example.test", authKind: .appPassword, accessExpiresAt: distant, refreshExpiresAt: distant),
-                 AccountSecrets(accessToken: "access-\(index)", refreshToken: "refresh-\(index)"))
-            }, due: { _ in distant })
+            try await StoreRekeyWhileRunningTests.writeIdle(1_000, named: "race", into: seeding)
             await seeding.close()
             let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: tenant,
                                                                  extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])

@@ -29,13 +29,8 @@ struct StoreRekeyWhileRunningTests {
                                             pdsURL: testbed.pdsURL, issuedAt: Date())
             }, due: { _ in Date().addingTimeInterval(3000) })
             // Rows enough that a pass can be killed midway: never due, never called.
-            let distant = Date().addingTimeInterval(30 * 86_400)
             let idle = 30_000
-            try await seeding.write(count: idle, account: { index in
-                (AccountRecord(did: "did:plc:idle\(index)", handle: "idle\(index).test", handleVerified: true,
-                               pds: "https://pds.example.test", authKind: .appPassword, accessExpiresAt: distant, refreshExpiresAt: distant),
-                 AccountSecrets(accessToken: "access-\(index)", refreshToken: "refresh-\(index)"))
-            }, due: { _ in distant })
+            try await Self.writeIdle(idle, named: "idle", into: seeding)
             await seeding.close()
             let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: tenant,
                                                                  extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
@@ -174,12 +169,7 @@ struct StoreRekeyWhileRunningTests {
             let (url, password) = try SharedStoreHosts.createDatabase(on: database)
             let tenant = SharedStoreHosts.ownerTenant
             let seeding = try await SeededSharedStore(url: url, password: password, tenant: tenant, keyDirectory: directory.file("seeding"))
-            let distant = Date().addingTimeInterval(30 * 86_400)
-            try await seeding.write(count: 20, account: { index in
-                (AccountRecord(did: "did:plc:roll\(index)", handle: "roll\(index).test", handleVerified: true,
-                               pds: "https://pds.example.test", authKind: .appPassword, accessExpiresAt: distant, refreshExpiresAt: distant),
-                 AccountSecrets(accessToken: "access-\(index)", refreshToken: "refresh-\(index)"))
-            }, due: { _ in distant })
+            try await Self.writeIdle(20, named: "roll", into: seeding)
             await seeding.close()
             let config = try SharedStoreHosts.writeConfiguration(in: directory.path, url: url, password: password, tenant: tenant,
                                                                  extraLines: ["lease_seconds = 10", "upstream_timeout_seconds = 5"])
@@ -236,5 +226,15 @@ struct StoreRekeyWhileRunningTests {
             rows = try await host.call("daemon.status")["storeKeys"]?["rows"]
         }
         return rows
+    }
+
+    /// `count` app-password accounts (`did:plc:<name><index>`) that are never due and never called.
+    static func writeIdle(_ count: Int, named name: String, into seeding: SeededSharedStore) async throws {
+        let distant = Date().addingTimeInterval(30 * 86_400)
+        try await seeding.write(count: count, account: { index in
+            (AccountRecord(did: "did:plc:\(name)\(index)", handle: "\(name)\(index).test", handleVerified: true,
+                           pds: "https://pds.example.test", authKind: .appPassword, accessExpiresAt: distant, refreshExpiresAt: distant),
+             AccountSecrets(accessToken: "access-\(index)", refreshToken: "refresh-\(index)"))
+        }, due: { _ in distant })
     }
 }

@@ -96,7 +96,7 @@ public struct StoreRekey: StoreSubcommand {
         // Nothing to do when the store is sealed with the new key already; for a shared store,
         // whose rows a rekey while hosts ran may have moved to another key than store.key (a
         // rollback to the key in store.key is a rekey too), when the tenant and every row say so.
-        guard try await sealedOtherwise(store, than: target.key, sameAsStoreKey: source.key == target.key) else {
+        guard try await sealedOtherwise(store, of: source, than: target.key) else {
             report(Outcome(pass: pass, survey: nil, resealed: nil, seconds: nil))
             return
         }
@@ -130,25 +130,18 @@ public struct StoreRekey: StoreSubcommand {
                        seconds: (ContinuousClock.now - started).seconds))
     }
 
-    /// Whether `store` holds anything sealed under another key than `key`.
-    private func sealedOtherwise(_ store: any AccountStore, than key: SymmetricKey, sameAsStoreKey: Bool)
+    /// Whether `store` (opened as `source`) holds anything sealed under another key than `key`.
+    private func sealedOtherwise(_ store: any AccountStore, of source: StoreEndpoint, than key: SymmetricKey)
         async throws(DaemonStartupError) -> Bool {
+        let sameAsStoreKey = source.key == key
         guard let shared = store as? PostgresAccountStore else { return !sameAsStoreKey }
         let fingerprint = StoreKey.keyFingerprint(key)
-        let (named, left) = try await pass(reading: shared) { () throws(StoreError) in
+        let (named, left) = try await source.reading { () throws(StoreError) in
             (try await shared.sealingKeys().tenant, try await shared.rowsUnderOtherKeys(than: fingerprint))
         }
         // A tenant that names no key has every row under its hosts' store.key (each start checks it).
         guard let named else { return !sameAsStoreKey }
         return named != fingerprint || left > 0
-    }
-
-    private func pass<T>(reading shared: PostgresAccountStore, _ body: () async throws(StoreError) -> T) async throws(DaemonStartupError) -> T {
-        do {
-            return try await body()
-        } catch {
-            throw DaemonStartupError("cannot read \(shared.location): \(error)")
-        }
     }
 
     /// The new key beside the old, durable before any row is sealed under it.
