@@ -31,6 +31,8 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Sequential samples per side for the latency section (runs of 2,000 varied by ±25 µs at p50; 10,000 hold steadier).") var latencySamples = 10_000
     @Option(help: "Samples per block: the latency section alternates blocks of direct and daemon calls.")
     var latencyBlock = 100
+    @Option(help: "Sequential calls per side over which the latency sections count CPU time and context switches.")
+    var costCalls = 5_000
     @Option(help: "Registered account counts for the memory section, comma-separated.")
     var accountCounts = "1,1000,100000,1000000"
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
@@ -76,6 +78,7 @@ struct RunBenchmark: AsyncParsableCommand {
             sections: Set(sections.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }),
             inProcessUpstream: inProcessUpstream, nonceCalls: max(1, nonceCalls),
             nonceRotationSeconds: max(1, nonceRotationSeconds), shortNonceRotationSeconds: max(0, shortNonceRotationSeconds))
+        options.costCalls = max(100, costCalls)
         options.refreshAccounts = max(1, refreshAccounts)
         options.refreshWindowMinutes = max(0.1, refreshWindowMinutes)
         options.refreshLeadMinutes = max(0, refreshLeadMinutes)
@@ -116,6 +119,7 @@ struct BenchOptions: Sendable {
     var nonceCalls: Int
     var nonceRotationSeconds: Int
     var shortNonceRotationSeconds: Int
+    var costCalls = 5_000
     var refreshAccounts = 100_000
     var refreshWindowMinutes = 15.0
     var refreshLeadMinutes = 7.0

@@ -128,7 +128,26 @@ extension BenchReport {
                     + verdict(met) + "   (added p99: \(format(l.gatewayAddedP99 ?? 0, 1)) µs)",
             ]
         }
+        if let cost = l.cost { lines += costLines(cost) }
         if l.failures > 0 { lines.append("   calls without status 200: \(l.failures)") }
+        return lines
+    }
+
+    /// CPU and context switches per call, counted by the kernel over a fixed number of calls.
+    private func costLines(_ cost: CallCosts) -> [String] {
+        var lines = [
+            "   per call over \(cost.direct.calls) sequential calls (CPU µs; voluntary/involuntary switches):",
+            "              blueskyd CPU  switches    client CPU  switches   blueskyd / direct client CPU",
+        ]
+        func line(_ name: String, _ c: CallCost, ratio: Bool) -> String {
+            "   " + name.padding(toLength: 10, withPad: " ", startingAt: 0)
+                + pad(format(c.daemonCPU, 1), 12) + pad(format(c.daemonVoluntarySwitches, 2) + "/" + format(c.daemonInvoluntarySwitches, 2), 12)
+                + pad(format(c.clientCPU, 1), 12) + pad(format(c.clientVoluntarySwitches, 2) + "/" + format(c.clientInvoluntarySwitches, 2), 12)
+                + (ratio && cost.direct.clientCPU > 0 ? pad(format(c.daemonCPU / cost.direct.clientCPU, 2), 12) : "")
+        }
+        lines.append(line("direct", cost.direct, ratio: false))
+        lines.append(line("json-rpc", cost.daemon, ratio: true))
+        if let gateway = cost.gateway { lines.append(line("gateway", gateway, ratio: true)) }
         return lines
     }
 

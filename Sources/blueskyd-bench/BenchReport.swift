@@ -114,6 +114,8 @@ struct LatencyResult: Codable, Sendable {
     var gatewayDirect: LatencySummary?
     var gatewayAddedP50: Double?
     var gatewayAddedP99: Double?
+    /// CPU and context switches per call, side by side (none in reports from before they were measured).
+    var cost: CallCosts?
 
     var gatewayMeetsTarget: Bool? { gatewayAddedP50.map { $0 <= targetAddedP50 } }
 

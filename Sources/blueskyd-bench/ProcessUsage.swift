@@ -6,7 +6,11 @@ struct ProcessCPU: Codable, Sendable {
     var seconds: Double
 
     static func read(pid: Int32) -> ProcessCPU? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        read(path: "/proc/\(pid)/stat")
+    }
+
+    static func read(path: String) -> ProcessCPU? {
+        guard let stat = try? String(contentsOfFile: path, encoding: .utf8),
               let commandEnd = stat.lastIndex(of: ")") else { return nil }
         // After the command name (which may hold spaces, hence the last ")"): state is field 3,
         // utime and stime are fields 14 and 15 of the whole line.

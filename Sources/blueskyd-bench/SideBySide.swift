@@ -128,10 +128,16 @@ struct SideBySide {
         var result = try Self.latencyResult(direct: direct1, proxied: daemonSamples, failures: failures1,
                                             options: options, target: latencyTarget)
         result.nsid = callName
+        progress.say("\(prefix)latency: CPU and context switches over \(options.costCalls) calls per side")
+        let directCost = try await CallCost.measure(direct, count: options.costCalls, daemonPID: daemon.pid, loop: loop)
+        let daemonCost = try await CallCost.measure(daemonEndpoint, count: options.costCalls, daemonPID: daemon.pid, loop: loop)
+        result.cost = CallCosts(direct: directCost, daemon: daemonCost)
         await daemonEndpoint.close()
         let gatewayEndpoint = try await gatewayEndpoint(group: loop)
         if let gatewayEndpoint {
             _ = try await SequentialSampler.sample(gatewayEndpoint, count: warmup, loop: loop)
+            result.cost?.gateway = try await CallCost.measure(
+                gatewayEndpoint, count: options.costCalls, daemonPID: daemon.pid, loop: loop)
             let (direct2, gatewaySamples, failures2) = try await alternate(direct, gatewayEndpoint, loop: loop)
             if let gatewaySummary = LatencySummary(gatewaySamples), let directSummary = LatencySummary(direct2) {
                 result.gateway = gatewaySummary
