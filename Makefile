@@ -22,6 +22,7 @@ RELEASE_FLAGS = -c release --static-swift-stdlib
 PREFIX      ?= /usr/local
 DESTDIR     ?=
 INSTALL_FROM ?=
+STRIP       ?= strip
 BINDIR      = $(PREFIX)/bin
 MANDIR      = $(PREFIX)/share/man
 USERUNITDIR = $(PREFIX)/lib/systemd/user
@@ -78,7 +79,7 @@ test: deps
 	scripts/fuzz smoke
 
 bench: deps
-	for product in blueskyd blueskyd-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
+	for product in blueskyd bskyctl blueskyd-bench; do $(SWIFT) build $(RELEASE_FLAGS) --product $$product || exit 1; done
 	BLUESKYD_BIN_DIR="$(RELEASE_BIN)" scripts/hermetic-run $(RELEASE_BIN)/blueskyd-bench
 
 clean:
@@ -90,7 +91,9 @@ release-build:
 install: $(if $(INSTALL_FROM),,release-build)
 	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(USERUNITDIR)" "$(DESTDIR)$(MANDIR)/man1" "$(DESTDIR)$(MANDIR)/man5" \
 	  "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(BASHCOMPDIR)" "$(DESTDIR)$(ZSHCOMPDIR)" "$(DESTDIR)$(FISHCOMPDIR)"
-	install -m 755 "$(INSTALL_BIN)/blueskyd" "$(INSTALL_BIN)/bskyctl" "$(DESTDIR)$(BINDIR)/"
+	# Stripped: the symbol tables are most of a Swift binary's size and no use to a user (a
+	# crash report still names Swift functions: their metadata stays).
+	install -m 755 -s --strip-program="$(STRIP)" "$(INSTALL_BIN)/blueskyd" "$(INSTALL_BIN)/bskyctl" "$(DESTDIR)$(BINDIR)/"
 	sed 's|^ExecStart=/usr/local/bin/|ExecStart=$(BINDIR)/|' packaging/systemd/blueskyd.service > "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
 	chmod 644 "$(DESTDIR)$(USERUNITDIR)/blueskyd.service"
 	install -m 644 packaging/systemd/blueskyd.socket packaging/systemd/blueskyd-xrpc.socket \

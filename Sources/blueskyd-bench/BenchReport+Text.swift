@@ -66,6 +66,15 @@ extension BenchReport {
             lines.append("")
             lines += registry.lines()
         }
+        if !footprint.isEmpty {
+            lines.append("")
+            lines.append("15. Footprint: the binaries as built (release, Swift runtime linked in) and stripped (as installed)")
+            for binary in footprint {
+                lines.append("   " + binary.name.padding(toLength: 10, withPad: " ", startingAt: 0)
+                    + "built \(megabytes(binary.builtBytes)), stripped \(megabytes(binary.strippedBytes))   "
+                    + "target ≤ \(megabytes(binary.targetBytes))   " + verdict(binary.meetsTarget))
+            }
+        }
         if !problems.isEmpty {
             lines.append("")
             lines.append("Problems:")
@@ -226,6 +235,11 @@ extension BenchReport {
 
 func format(_ value: Double, _ decimals: Int) -> String {
     String(format: "%.\(decimals)f", value)
+}
+
+/// Bytes in MB (10^6), one decimal.
+func megabytes(_ bytes: Int) -> String {
+    format(Double(bytes) / 1_000_000, 1) + " MB"
 }
 
 func mebibytes(_ kib: Int) -> String {

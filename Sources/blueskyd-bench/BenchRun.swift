@@ -33,7 +33,7 @@ struct BenchRun {
         // The shared testbed serves every section but the last two (dpop needs none, and
         // refresh-capacity starts its own).
         let needsSharedUpstream = options.sections.contains {
-            !["dpop", RefreshCapacityBench.section, ClusterBench.section, RegistryBench.section].contains($0)
+            !["dpop", RefreshCapacityBench.section, ClusterBench.section, RegistryBench.section, FootprintBench.section].contains($0)
         }
         let upstream = needsSharedUpstream ? await startUpstream(directory: work.path + "/testbed", report: &report) : nil
         if !needsSharedUpstream { report.upstream = "none shared (refresh-capacity starts its own testbed)" }
@@ -102,13 +102,21 @@ struct BenchRun {
             report.registry = await RegistryBench(options: options, workDirectory: work.path, progress: progress).run()
             if let error = report.registry?.error { report.problems.append("registry: \(error)") }
         }
+        if options.wants(FootprintBench.section) {
+            do {
+                report.footprint = try FootprintBench.measure(directory: work.path)
+            } catch {
+                report.problems.append("footprint: \(describe(error))")
+            }
+        }
         return report
     }
 
     /// Every section, in the order they run.
     static let sectionOrder = ["throughput", "latency", GatewayUpload.section, "oauth-throughput", "oauth-latency", "oauth-nonces",
                                "oauth2-throughput", "oauth2-latency", "memory", "dpop",
-                               EventsBench.section, RefreshCapacityBench.section, ClusterBench.section, RegistryBench.section]
+                               EventsBench.section, RefreshCapacityBench.section, ClusterBench.section, RegistryBench.section,
+                               FootprintBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {
         progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))
