@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// The fields of a protocol `Account` object that bskyctl shows (see docs/PROTOCOL.md).

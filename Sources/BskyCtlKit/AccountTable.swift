@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The `bskyctl accounts` table: aligned columns, one row per account, and the state reason
 /// on an indented line under any account that is not active.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl accounts`: the registered accounts as a table, or `accounts.list` as JSON.

@@ -1,6 +1,11 @@
 import ArgumentParser
 import BlueskydVersion
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import JSONRPC
 
 /// The `bskyctl` root command: a thin client of blueskyd's JSON-RPC socket.
@@ -81,7 +86,7 @@ public enum BskyCtlMain {
         if code == .success { BskyCtl.exit(withError: error) }
         var message = BskyCtl.fullMessage(for: error)
         if message.hasPrefix("Error: ") { message.removeFirst("Error: ".count) }
-        Console.printError(message.trimmingCharacters(in: .whitespacesAndNewlines))
+        Console.printError(message.trimmingWhitespace())
         exit(code.rawValue)
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl call`: any JSON-RPC method, with raw JSON in and out.
@@ -40,7 +40,7 @@ struct CallCommand: ParsableCommand {
 
     private func parseParams() throws(CtlFailure) -> JSONValue? {
         guard let params else { return nil }
-        let bytes = params == "-" ? Array(FileHandle.standardInput.readDataToEndOfFile()) : Array(params.utf8)
+        let bytes = params == "-" ? StandardInput.readAll() : Array(params.utf8)
         let value: JSONValue
         do {
             value = try JSONValue.parse(bytes)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// How `bskyctl events` prints one notification: a line for people, or its params as JSON.

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl events`: follows blueskyd's events, one line each, until Ctrl-C or the daemon stops.

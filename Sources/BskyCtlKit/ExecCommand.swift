@@ -1,5 +1,11 @@
 import ArgumentParser
-import Foundation
+import Dispatch
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import JSONRPC
 
 /// `bskyctl exec`: runs a program with the XRPC gateway as its PDS and a local token of its own
@@ -60,7 +66,7 @@ struct ExecCommand: ParsableCommand {
     func run() throws {
         let program = command.first == "--" ? Array(command.dropFirst()) : command
         let client = try connection.connect()
-        var params: [String: JSONValue] = ["program": .string((program[0] as NSString).lastPathComponent)]
+        var params: [String: JSONValue] = ["program": .string(FilePath.lastComponent(program[0]))]
         if let policy { params["policy"] = .string(policy) }
         if !account.isEmpty { params["accounts"] = .array(account.map(JSONValue.string)) }
         let issued = try client.call("gateway.issueToken", .object(params))
@@ -85,9 +91,7 @@ struct ExecCommand: ParsableCommand {
         // One account named: the base URL of its calls when it is an OAuth 2.0 server's account
         // (what a Mastodon SDK takes as its API base URL).
         if account.count == 1 {
-            var allowed = CharacterSet.urlPathAllowed
-            allowed.remove(charactersIn: "/?#%")
-            environment["BLUESKYD_HTTP_URL"] = base + "/http/" + (account[0].addingPercentEncoding(withAllowedCharacters: allowed) ?? account[0])
+            environment["BLUESKYD_HTTP_URL"] = base + "/http/" + FilePath.encodedSegment(account[0])
         }
         var launched = program
         if sandbox {

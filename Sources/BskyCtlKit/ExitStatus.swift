@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// bskyctl's exit statuses (the sysexits.h values where one fits), documented in `bskyctl --help`.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
@@ -41,7 +41,7 @@ public struct CtlFailure: Error, Sendable, Equatable, CustomStringConvertible {
 extension String {
     /// The text on one line: a server's multi-line message must not break "one line per error".
     var singleLine: String {
-        split(whereSeparator: \.isNewline).map { $0.trimmingCharacters(in: .whitespaces) }
+        split(whereSeparator: \.isNewline).map { $0.trimmingSpaces() }
             .filter { !$0.isEmpty }.joined(separator: " ")
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl http`: one call to an OAuth 2.0 server's account through blueskyd (`http.call`).
@@ -59,7 +59,7 @@ struct HTTPCommand: ParsableCommand {
         var headerFields: [String: JSONValue] = [:]
         for header in headers {
             let pair = header.split(separator: ":", maxSplits: 1)
-            headerFields[String(pair[0]).trimmingCharacters(in: .whitespaces)] = .string(String(pair.count > 1 ? pair[1] : "").trimmingCharacters(in: .whitespaces))
+            headerFields[pair[0].trimmingSpaces()] = .string((pair.count > 1 ? pair[1] : "").trimmingSpaces())
         }
         if let body = try readBody() {
             params["bodyBase64"] = .string(Data(body).base64EncodedString())
@@ -75,7 +75,7 @@ struct HTTPCommand: ParsableCommand {
 
     private func readBody() throws(CtlFailure) -> [UInt8]? {
         guard let data else { return nil }
-        if data == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+        if data == "-" { return StandardInput.readAll() }
         if data.hasPrefix("@") {
             guard let contents = FileManager.default.contents(atPath: String(data.dropFirst())) else {
                 throw .usage("cannot read --data \(data)")

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl login`: adds an account to blueskyd, with OAuth (`accounts.oauth.*`) or an app
@@ -134,7 +134,7 @@ struct LoginCommand: ParsableCommand {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw .usage("cannot read --auth-factor-token-file \(path)")
         }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = String(decoding: data, as: UTF8.self).trimmingWhitespace()
         guard !token.isEmpty else { throw .usage("--auth-factor-token-file \(path) is empty") }
         return token
     }
@@ -145,7 +145,7 @@ struct LoginCommand: ParsableCommand {
         guard let code = SecretInput.readFromTerminal(prompt: "The server emailed a sign-in code to this account's address.\nSign-in code: ", echo: true) else {
             throw noTerminal
         }
-        let trimmed = code.trimmingCharacters(in: .whitespaces)
+        let trimmed = code.trimmingSpaces()
         guard !trimmed.isEmpty else { throw .usage("no sign-in code entered") }
         return trimmed
     }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl metrics`: the daemon's metrics as Prometheus text, from its metrics socket.
@@ -16,7 +16,7 @@ struct MetricsCommand: ParsableCommand {
     @Option(help: "The metrics socket. (default: metrics.sock beside --socket)") var metricsSocket: String?
 
     func run() throws {
-        let path = metricsSocket ?? ((connection.socketPath as NSString).deletingLastPathComponent + "/metrics.sock")
+        let path = metricsSocket ?? (FilePath.directory(of: connection.socketPath) + "/metrics.sock")
         let answer: (status: Int, body: [UInt8])
         do {
             answer = try UnixSocketHTTP.get(path: path, target: "/metrics",
@@ -27,6 +27,6 @@ struct MetricsCommand: ParsableCommand {
         guard answer.status == 200 else {
             throw CtlFailure.requestFailed("the metrics socket \(path) answered \(answer.status)")
         }
-        FileHandle.standardOutput.write(Data(answer.body))
+        Console.writeOut(answer.body)
     }
 }

@@ -1,4 +1,10 @@
-import Foundation
+import FoundationEssentials
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import JSONRPC
 
 /// The OAuth side of `bskyctl login`: begin in the daemon, send the user to the browser (or ask
@@ -33,7 +39,7 @@ struct OAuthLogin {
             }
             let redirect = started["redirectURI"]?.stringValue.map { Self.withoutQuery($0) } ?? "the redirect page"
             Console.printNote("Then paste the address the browser ends up at (\(redirect)?…):")
-            guard let pasted = readLine(strippingNewline: true), !pasted.trimmingCharacters(in: .whitespaces).isEmpty else {
+            guard let pasted = readLine(strippingNewline: true), !pasted.trimmingSpaces().isEmpty else {
                 cancel(loginID)
                 throw .usage("no redirect URL pasted; the login was cancelled")
             }
@@ -89,28 +95,32 @@ struct OAuthLogin {
             .map { "\($0)/xdg-open" }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let path else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = [url]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        do {
-            try process.run()
-        } catch {
-            return false
-        }
+        guard Self.spawnQuietly(path, arguments: [url]) else { return false }
         Console.printNote("Opened the login page in your browser. If nothing appeared, open:\n\n  \(url)\n")
         return true
+    }
+
+    /// Starts `path` with `arguments`, its output and errors going nowhere; not waited for
+    /// (xdg-open returns at once, and bskyctl waits for the login, not for the browser).
+    private static func spawnQuietly(_ path: String, arguments: [String]) -> Bool {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0)
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid: pid_t = 0
+        return posix_spawn(&pid, path, &actions, nil, argv, environ) == 0
     }
 }
 
 /// The login id, once `accounts.oauth.begin` answered, for the Ctrl-C handler's thread.
-private final class PendingLogin: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
+private final class PendingLogin: Sendable {
+    private let value = Mutex<String?>(nil)
 
-    var id: String? { lock.withLock { value } }
-    func set(_ id: String) { lock.withLock { value = id } }
+    var id: String? { value.withLock { $0 } }
+    func set(_ id: String) { value.withLock { $0 = id } }
 }
 
 /// SIGINT → one byte in a pipe → `action` on its own thread (signal handlers may only write).
@@ -132,10 +142,24 @@ private enum InterruptPipe {
             var byte: UInt8 = 1
             _ = write(InterruptPipe.writeEnd, &byte, 1)
         }
-        Thread.detachNewThread {
+        let waiter = Waiter(readEnd: readEnd, action: action)
+        var thread = pthread_t()
+        _ = pthread_create(&thread, nil, { context in
+            let waiter = Unmanaged<Waiter>.fromOpaque(context!).takeRetainedValue()
             var byte: UInt8 = 0
-            while read(readEnd, &byte, 1) < 0 && errno == EINTR {}
-            action()
+            while read(waiter.readEnd, &byte, 1) < 0 && errno == EINTR {}
+            waiter.action()
+            return nil
+        }, Unmanaged.passRetained(waiter).toOpaque())
+    }
+
+    /// What the waiting thread needs, handed to it whole.
+    private final class Waiter {
+        let readEnd: Int32
+        let action: @Sendable () -> Void
+        init(readEnd: Int32, action: @escaping @Sendable () -> Void) {
+            self.readEnd = readEnd
+            self.action = action
         }
     }
 }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl proxy`: one XRPC call through blueskyd, signed as an account (`xrpc.call`).
@@ -87,7 +87,7 @@ struct ProxyCommand: ParsableCommand {
 
     private func readInput() throws(CtlFailure) -> [UInt8]? {
         guard let input else { return nil }
-        if input == "-" { return Array(FileHandle.standardInput.readDataToEndOfFile()) }
+        if input == "-" { return StandardInput.readAll() }
         guard let data = FileManager.default.contents(atPath: input) else {
             throw .usage("cannot read --input \(input)")
         }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Short relative times for tables: "in 1h 12m", "5m ago", "expired".
 public enum RelativeTime {
@@ -35,18 +35,12 @@ public enum RelativeTime {
 /// RFC 3339 timestamps as the daemon writes them (UTC, with or without fractional seconds).
 public enum Timestamp {
     public static func parse(_ text: String) -> Date? {
-        let withFraction = ISO8601DateFormatter()
-        withFraction.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = withFraction.date(from: text) { return date }
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        return plain.date(from: text)
+        if let date = try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text) { return date }
+        return try? Date.ISO8601FormatStyle().parse(text)
     }
 
     /// A date as the daemon would write it, for showing an exact time next to a relative one.
     public static func format(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.string(from: date)
+        date.formatted(Date.ISO8601FormatStyle())
     }
 }

@@ -1,4 +1,9 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// `bskyctl exec --sandbox`: the program under bubblewrap, on an allow-list of the file system.
 ///
@@ -63,7 +68,7 @@ enum Sandbox {
         for directory in Set(hidden.map(standardised)).sorted() where isDirectory(directory) && isUnder(directory, any: shown) {
             arguments += ["--tmpfs", directory]
         }
-        let own = (socket as NSString).deletingLastPathComponent
+        let own = FilePath.directory(of: socket)
         arguments += ["--bind", own, own, "--chdir", workingDirectory, "--unshare-all", "--die-with-parent", "--new-session"]
         if geteuid() == 0 { arguments += ["--cap-drop", "ALL"] }
         guard let socat = bridge(environment: environment) else { return arguments + ["--"] + program }
@@ -95,15 +100,14 @@ enum Sandbox {
         standardised(path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path)
     }
 
-    static func standardised(_ path: String) -> String { (path as NSString).standardizingPath }
+    static func standardised(_ path: String) -> String { FilePath.standardised(path) }
 
     static func isUnder(_ path: String, any roots: [String]) -> Bool {
         roots.contains { root in path == root || path.hasPrefix(root.hasSuffix("/") ? root : root + "/") }
     }
 
     static func isDirectory(_ path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+        FilePath.isDirectory(path)
     }
 
     static func executable(_ name: String, path: String?) -> String? {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// `bskyctl status`: the daemon's identity and account counts (`daemon.info` + `daemon.status`).

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import JSONRPC
 
 /// Whether to force GET (query) or POST (procedure) for an NSID the daemon's Lexicons lack.
@@ -70,7 +70,7 @@ public struct XRPCCallRequest: Sendable, Equatable {
     /// True for `application/json`, with or without parameters such as `; charset=utf-8`.
     public static func isJSON(_ contentType: String) -> Bool {
         let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+        return mediaType.trimmingSpaces().lowercased() == "application/json"
     }
 
     private static func parseJSONInput(_ bytes: [UInt8]) throws(CtlFailure) -> JSONValue {

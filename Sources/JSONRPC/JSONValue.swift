@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Any JSON value, kept exactly as parsed (object keys in sorted order when encoded).
 public enum JSONValue: Sendable, Hashable {
