@@ -49,43 +49,38 @@ public final class OutboundHTTP: HTTPFetching {
     }
 
     /// Sends `request` and reads its whole answer within `timeout`: connecting, the head and
-    /// every byte of the body. async-http-client's own deadline ends at the head, so a server
-    /// that stalls after it would otherwise hold the caller (a refresh, a login) for as long as
-    /// it likes; here the exchange is cancelled at the deadline, which closes its connection.
+    /// every byte of the body. The deadline of async-http-client's future-based API covers the
+    /// whole exchange (its async API's ends at the head), and past it the request fails and its
+    /// connection closes, so a server that stalls after the head holds nobody for longer.
+    /// The exchange runs on the connection's event loop with no task of its own: the caller
+    /// waits on one future (docs/PERFORMANCE.md, "what a call costs").
     public func send(_ request: OutboundRequest, timeout: Duration) async throws(HTTPError) -> InboundResponse {
         let url = try configuration.policy.check(request.url)
-        var outbound = HTTPClientRequest(url: url.absoluteString)
-        outbound.method = HTTPMethod(rawValue: request.method)
-        for (name, value) in request.headers { outbound.headers.add(name: name, value: value) }
-        if let body = request.body {
-            outbound.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let (client, limit, prepared) = (client, configuration.maxBodyBytes, outbound)
-        let deadline = NIODeadline.now() + TimeAmount(timeout)
+        let prepared: HTTPClient.Request
         do {
-            let answer = try await withThrowingTaskGroup(of: InboundResponse?.self) { group in
-                group.addTask {
-                    let response = try await client.execute(prepared, deadline: deadline)
-                    var buffer = try await response.body.collect(upTo: limit)
-                    return InboundResponse(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
-                                           body: buffer.readBytes(length: buffer.readableBytes) ?? [])
-                }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                // Whichever ends first; the other is cancelled (a cancelled body read closes
-                // the connection at once, so the group does not wait on the server).
-                defer { group.cancelAll() }
-                return try await group.next() ?? nil
+            var headers = HTTPHeaders()
+            headers.reserveCapacity(request.headers.count)
+            for (name, value) in request.headers { headers.add(name: name, value: value) }
+            prepared = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: request.method), headers: headers,
+                                              body: request.body.map { .bytes($0) })
+        } catch {
+            throw .unreachable(Self.redacted(url), reason: String(describing: error))
+        }
+        let task = client.execute(
+            request: prepared, delegate: ResponseAccumulator(request: prepared, maxBodySize: configuration.maxBodyBytes),
+            eventLoop: .indifferent, deadline: NIODeadline.now() + TimeAmount(timeout))
+        do {
+            let response = try await withTaskCancellationHandler {
+                try await task.futureResult.get()
+            } onCancel: {
+                task.cancel()
             }
-            guard let answer else { throw HTTPError.timedOut(Self.redacted(url)) }
-            return answer
-        } catch let error as HTTPError {
-            throw error
+            var body = response.body ?? ByteBuffer()
+            return InboundResponse(status: Int(response.status.code), headers: response.headers.map { ($0.name, $0.value) },
+                                   body: body.readBytes(length: body.readableBytes) ?? [])
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
             throw .timedOut(Self.redacted(url))
-        } catch is NIOTooManyBytesError {
+        } catch is ResponseAccumulator.ResponseTooBigError {
             throw .bodyTooLarge(Self.redacted(url), limit: configuration.maxBodyBytes)
         } catch {
             throw .unreachable(Self.redacted(url), reason: String(describing: error))
