@@ -43,6 +43,8 @@ final class SessionEnvironment: Sendable {
     let schedule: @Sendable (UUID, AccountLifecycle.Due, _ server: String) -> Void
     /// Where refreshes and calls are counted (nil in tests that do not look).
     let metrics: DaemonMetrics?
+    /// What calls need of the accounts in use, published by their sessions.
+    let liveTargets = LiveCallTargets()
 
     init(store: any AccountStore, http: any HTTPFetching, sessions: LegacySessionClient, oauth: OAuthEnvironment,
          rules: AccountLifecycle.Rules, upstreamTimeout: Duration, logger: Logger, now: @escaping @Sendable () -> Date,

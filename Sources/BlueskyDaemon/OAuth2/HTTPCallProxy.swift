@@ -18,7 +18,7 @@ struct HTTPCallProxy: Sendable {
     /// - Parameter upstream: collects the time spent with the server (the metrics' added latency).
     func send(_ call: HTTPCall, upstream: UpstreamTime? = nil) async throws(DaemonError) -> InboundResponse {
         let session = try registry.session(call.account)
-        let target = try await session.httpTarget()
+        let target = try await session.liveHTTPTarget()
         guard let url = call.url(origin: target.origin) else {
             throw .invalidParams("path and query do not make a URL on \(target.origin.absoluteString)", field: "path")
         }
@@ -40,7 +40,7 @@ struct HTTPCallProxy: Sendable {
     func sendStreamed(_ call: HTTPCall, upload: ChunkSource) async throws(DaemonError) -> StreamedAnswer {
         guard let streaming = proxy.streaming else { throw .internalError("no client for streamed calls") }
         let session = try registry.session(call.account)
-        let target = try await session.httpTarget()
+        let target = try await session.liveHTTPTarget()
         guard let url = call.url(origin: target.origin) else {
             throw .invalidParams("path and query do not make a URL on \(target.origin.absoluteString)", field: "path")
         }

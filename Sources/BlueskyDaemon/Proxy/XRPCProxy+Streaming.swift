@@ -22,7 +22,7 @@ extension XRPCProxy {
     {
         guard let streaming else { return .whole(try await forward(call)) }
         let session = try registry.session(call.account)
-        let (credentials, pds) = try await session.callTarget()
+        let (credentials, pds) = try await session.liveCallTarget()
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters, body: call.body)
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }
         if let labelers = call.acceptLabelers { request.headers.append(("atproto-accept-labelers", labelers)) }

@@ -107,7 +107,7 @@ struct XRPCProxy: Sendable {
     private func send(_ call: XRPCCall, session: AccountSession, upstream: UpstreamTime?) async throws(DaemonError)
         -> (response: InboundResponse, refusedAfterRefresh: Bool, pds: URL)
     {
-        let (credentials, pds) = try await session.callTarget()
+        let (credentials, pds) = try await session.liveCallTarget()
         var request = XRPCRequest(service: pds, nsid: call.nsid, kind: call.kind, parameters: call.parameters,
                                   body: call.body)
         if let proxy = call.atprotoProxy { request.headers.append(("atproto-proxy", proxy)) }

@@ -137,6 +137,15 @@ extension AccountSession {
     /// Seconds since the tokens were issued (the last refresh or the login).
     var tokenAge: TimeInterval { environment.now().timeIntervalSince(record.lastRefreshAt ?? record.createdAt) }
 
+    /// What an `HTTPCall` needs: read where the call runs while the session has it published,
+    /// otherwise from the session (`httpTarget`).
+    nonisolated func liveHTTPTarget() async throws(DaemonError) -> (token: String, origin: URL, refreshable: Bool) {
+        if let target = environment.liveTargets.target(id, now: environment.now()), target.isOAuth2 {
+            return (target.credentials.token, target.server, target.refreshable)
+        }
+        return try await httpTarget()
+    }
+
     func httpTarget() async throws(DaemonError) -> (token: String, origin: URL, refreshable: Bool) {
         guard state.record.authKind == .oauth2 else {
             throw .invalidParams("account \(state.record.handle ?? state.record.did) is an atproto account: call it with xrpc.call (or /xrpc/ on the gateway)",
@@ -144,6 +153,7 @@ extension AccountSession {
         }
         let secrets = try await validSecrets()
         guard let origin = pdsURL else { throw .internalError("the account's server is not a URL: \(state.record.pds)") }
+        publishCallTarget(.bearer(secrets.accessToken), server: origin)
         return (secrets.accessToken, origin, state.record.oauth?.clientKind == .oauth2)
     }
 }

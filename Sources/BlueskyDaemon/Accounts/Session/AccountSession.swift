@@ -54,6 +54,8 @@ actor AccountSession {
     func apply(_ input: AccountLifecycle.Input) -> StoreWrite? {
         let old = state
         let transition = AccountLifecycle.reduce(old, input, rules: environment.rules, now: environment.now())
+        // What calls read off the actor must not outlive the state it came from.
+        withdrawCallTarget()
         state = transition.state
         if state.record.pds != old.record.pds { activity?.parsedPDS = nil }
         if (state.unsavedSecrets == nil) != (old.unsavedSecrets == nil) {
@@ -168,6 +170,35 @@ actor AccountSession {
         }
     }
 
+    /// Publishes what a call needs, from the state as it is now, so that the next calls read it
+    /// without a hop here (`LiveCallTargets`): only with the current version's tokens, saved,
+    /// and an access token whose expiry is known.
+    func publishCallTarget(_ credentials: CallCredentials, server: URL) {
+        guard state.unsavedSecrets == nil, let secrets = cachedSecrets, secrets.accessToken == credentials.token,
+              let expiry = state.record.accessExpiresAt, state.record.state != .needsLogin, !state.isRemoving else { return }
+        environment.liveTargets.publish(
+            LiveCallTargets.Target(credentials: credentials, server: server, isOAuth2: state.record.authKind == .oauth2,
+                                   refreshable: state.record.oauth?.clientKind == .oauth2,
+                                   usableUntil: expiry.addingTimeInterval(-1)),
+            for: id)
+        active.publishedCallTarget = true
+    }
+
+    private func withdrawCallTarget() {
+        guard let activity, activity.publishedCallTarget else { return }
+        environment.liveTargets.withdraw(id)
+        activity.publishedCallTarget = false
+    }
+
+    /// What a proxied call needs: read where the call runs while the session has it published
+    /// (tokens live), otherwise from the session, which refreshes first when needed.
+    nonisolated func liveCallTarget() async throws(DaemonError) -> (credentials: CallCredentials, pds: URL) {
+        if let target = environment.liveTargets.target(id, now: environment.now()), !target.isOAuth2 {
+            return (target.credentials, target.server)
+        }
+        return try await callTarget()
+    }
+
     /// What a proxied call needs, in one actor hop: a valid access token (with its DPoP key for
     /// OAuth accounts) and the PDS.
     func callTarget() async throws(DaemonError) -> (credentials: CallCredentials, pds: URL) {
@@ -177,8 +208,11 @@ actor AccountSession {
         }
         let secrets = try await validSecrets()
         guard let pds = pdsURL else { throw .internalError("account has an invalid PDS URL: \(state.record.pds)") }
-        guard state.record.authKind == .oauth else { return (.bearer(secrets.accessToken), pds) }
-        return (.dpop(token: secrets.accessToken, key: try dpopKey(from: secrets), did: state.record.did), pds)
+        let credentials: CallCredentials = state.record.authKind == .oauth
+            ? .dpop(token: secrets.accessToken, key: try dpopKey(from: secrets), did: state.record.did)
+            : .bearer(secrets.accessToken)
+        publishCallTarget(credentials, server: pds)
+        return (credentials, pds)
     }
 
     /// The session's DPoP key, from `secrets`: decoded once per session's tokens, and taken from
@@ -284,11 +318,13 @@ final class SessionActivity {
     /// off until they are done (`adoptStored`).
     var storeWritesInFlight = 0
     var readAgainAfterWrites = false
+    /// This account's call target is in `LiveCallTargets` (withdrawn at the next input).
+    var publishedCallTarget = false
 
     /// True when nothing here is in use: the session may drop it. Without cached tokens the
     /// account is not making calls, and the parsed URL and key go with them.
     var isIdle: Bool {
         cachedSecrets == nil && refreshInFlight == nil && identityCheckInFlight == nil && storeWritesInFlight == 0
-            && !readAgainAfterWrites
+            && !readAgainAfterWrites && !publishedCallTarget
     }
 }
