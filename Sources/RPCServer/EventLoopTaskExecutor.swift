@@ -1,4 +1,7 @@
 import NIOCore
+#if DEBUG
+import Synchronization
+#endif
 
 /// Runs tasks on one NIO event loop.
 ///
@@ -14,9 +17,23 @@ package final class EventLoopTaskExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
+        #if DEBUG
+        LoopJobCount.jobs.add(1, ordering: .relaxed)
+        #endif
         let job = UnownedJob(job)
         eventLoop.execute {
             job.runSynchronously(on: self.asUnownedTaskExecutor())
         }
     }
 }
+
+#if DEBUG
+/// Jobs run on connections' event loops since the start: each is one resumption of a request's
+/// async code, one pass through the loop's queue. Debug builds only (`daemon.status` shows it as
+/// `debug.loopJobs`): the end-to-end hop test counts them per call, so that the call path cannot
+/// grow hops unnoticed. Release builds count nothing.
+package enum LoopJobCount {
+    static let jobs = Atomic<UInt64>(0)
+    package static var current: UInt64 { jobs.load(ordering: .relaxed) }
+}
+#endif

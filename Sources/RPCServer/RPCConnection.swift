@@ -110,7 +110,9 @@ struct RPCConnection: Sendable {
                 return false
             }
             let requestBytes = self.requestBytes
-            group.addTask {
+            // Started at once on this task's thread (the connection's event loop), running until
+            // its first wait: no pass through the loop's queue before the request is even parsed.
+            group.addImmediateTask {
                 queue.complete(ticket, with: await dispatcher.reply(to: line, position: RPCRequestPosition(line: ticket)))
                 requestBytes.release(line.count)
             }

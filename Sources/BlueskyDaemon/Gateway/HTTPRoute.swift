@@ -73,19 +73,30 @@ extension GatewayRoutes {
         let journal = WriteJournal(logger: logger)
         if let upload { return await respondStreamed(call, upload: upload, account: account, request: request, policies: policies) }
         // A write over TCP: its process is looked for while the call is made, as for XRPC writes.
-        let isWrite = call.isWrite
-        async let sender: Int32? = isWrite ? request.senderProcess() : request.peer?.pid
+        // Any other call names the peer it has (a child task per call would cost a hop).
+        guard call.isWrite, request.peer?.pid ?? 0 <= 0, request.loopbackSocket != nil else {
+            let (response, outcome) = await sendWhole(call)
+            journal.record(call, account: account, pid: request.peer.flatMap { $0.pid > 0 ? $0.pid : nil },
+                           client: policies.last, outcome: { outcome })
+            return response
+        }
+        async let sender = request.senderProcess()
+        let (response, outcome) = await sendWhole(call)
+        journal.record(call, account: account, pid: await sender, client: policies.last, outcome: { outcome })
+        return response
+    }
+
+    /// The server's answer to `call`, or the error's, with the outcome the journal records.
+    private func sendWhole(_ call: HTTPCall) async -> (GatewayResponse, String) {
         do throws(DaemonError) {
             let httpProxy = HTTPCallProxy(proxy)
             let answer = try await proxy.counted(.gateway, status: { $0.status }) { upstream async throws(DaemonError) in
                 try await httpProxy.send(call, upstream: upstream)
             }
-            journal.record(call, account: account, pid: await sender, client: policies.last, outcome: { String(answer.status) })
-            return GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
-                                   body: ByteBuffer(bytes: answer.body))
+            return (GatewayResponse(status: HTTPResponseStatus(statusCode: answer.status), headers: HTTPCallProxy.passedHeaders(answer.headers),
+                                    body: ByteBuffer(bytes: answer.body)), String(answer.status))
         } catch {
-            journal.record(call, account: account, pid: await sender, client: policies.last, outcome: { error.rpcError.name })
-            return Self.response(for: error)
+            return (Self.response(for: error), error.rpcError.name)
         }
     }
 

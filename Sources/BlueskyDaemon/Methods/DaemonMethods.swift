@@ -164,7 +164,7 @@ struct DaemonMethods: RPCMethodHandler {
         let census = accounts.registry.census
         let scheduler = accounts.scheduler
         let outage = accounts.store.health.outage
-        return [
+        var status: [String: JSONValue] = [
             "accounts": .number(Double(accounts.registry.count)),
             "active": .number(Double(census.count(.active))),
             "needsLogin": .number(Double(census.count(.needsLogin))),
@@ -182,6 +182,11 @@ struct DaemonMethods: RPCMethodHandler {
             "storeUnavailable": outage.map { ["reason": .string($0.reason), "since": AccountView.timestamp($0.since),
                                               "failedWrites": .number(Double($0.failedWrites))] } ?? .null,
         ]
+        #if DEBUG
+        // For the end-to-end hop test (docs/PROTOCOL.md): debug builds only.
+        status["debug"] = ["loopJobs": .number(Double(LoopJobCount.current))]
+        #endif
+        return .object(status)
     }
 }
 
