@@ -117,7 +117,11 @@ let package = Package(
             .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"],
                          .when(platforms: [.linux], configuration: .release)),
         ]),
-        .executableTarget(name: "bskyctl", dependencies: ["BskyCtlKit"]),
+        .executableTarget(name: "bskyctl", dependencies: ["BskyCtlKit"], linkerSettings: [
+            // As blueskyd's: a thin client's binary stays small (docs/PERFORMANCE.md, "Footprint").
+            .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs", "-Xlinker", "--no-export-dynamic"],
+                         .when(platforms: [.linux], configuration: .release)),
+        ]),
 
         // A local AT Protocol network for tests and benchmarks: PLC, handles, PDS, over TLS.
         .target(name: "ATTestbed", dependencies: [
