@@ -66,6 +66,13 @@ extension BenchReport {
             lines.append("")
             lines += registry.lines()
         }
+        if let oneShot {
+            lines.append("")
+            lines.append("16. One call from a program started for it (\(oneShot.runs) starts each, taking turns; wall time, ms)")
+            lines.append("   bskyctl proxy p50 \(format(oneShot.bskyctlMedian, 1)), the Python atproto SDK through the gateway p50 "
+                + "\(format(oneShot.sdkMedian, 1)): \(format(oneShot.ratio, 1)) times faster   target ≥ \(format(OneShotBench.targetRatio, 0))   "
+                + verdict(oneShot.meetsTarget))
+        }
         if !footprint.isEmpty {
             lines.append("")
             lines.append("15. Footprint: the binaries as built (release, Swift runtime linked in) and stripped (as installed)")

@@ -30,6 +30,8 @@ struct BenchReport: Codable, Sendable {
     var cluster: ClusterResult?
     /// Section 14: 100,000 accounts copied, exported and imported.
     var registry: RegistryResult?
+    /// Section 16: a one-shot call, bskyctl against an SDK script.
+    var oneShot: OneShotResult?
     /// Section 15: the binaries' sizes, built and stripped.
     var footprint: [BinaryFootprint] = []
     /// Sections that failed or were skipped, one line each.

@@ -37,7 +37,8 @@ struct BenchRun {
         }
         let upstream = needsSharedUpstream ? await startUpstream(directory: work.path + "/testbed", report: &report) : nil
         if !needsSharedUpstream { report.upstream = "none shared (refresh-capacity starts its own testbed)" }
-        if options.wants("throughput") || options.wants("latency") || options.wants(GatewayUpload.section) {
+        if options.wants("throughput") || options.wants("latency") || options.wants(GatewayUpload.section)
+            || options.wants(OneShotBench.section) {
             if let info = upstream?.info {
                 await ProxyBench(options: options, upstream: info, workDirectory: work.path, progress: progress)
                     .run(into: &report)
@@ -116,7 +117,7 @@ struct BenchRun {
     static let sectionOrder = ["throughput", "latency", GatewayUpload.section, "oauth-throughput", "oauth-latency", "oauth-nonces",
                                "oauth2-throughput", "oauth2-latency", "memory", "dpop",
                                EventsBench.section, RefreshCapacityBench.section, ClusterBench.section, RegistryBench.section,
-                               FootprintBench.section]
+                               FootprintBench.section, OneShotBench.section]
 
     private func startUpstream(directory: String, report: inout BenchReport) async -> StartedUpstream? {
         progress.say("starting the testbed PDS" + (options.inProcessUpstream ? " in this process" : " in a child process"))

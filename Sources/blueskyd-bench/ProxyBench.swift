@@ -44,6 +44,14 @@ struct ProxyBench {
                     report.problems.append("latency: \(describe(error))")
                 }
             }
+            if options.wants(OneShotBench.section) {
+                progress.say("oneshot: bskyctl proxy and the Python SDK, \(OneShotBench.runs) starts each")
+                do {
+                    report.oneShot = try await OneShotBench.measure(daemon: setup.daemon, did: upstream.did)
+                } catch {
+                    report.problems.append("oneshot: \(describe(error))")
+                }
+            }
             if options.wants(GatewayUpload.section) {
                 progress.say("gateway-upload: 100 MB through the XRPC gateway")
                 do {
