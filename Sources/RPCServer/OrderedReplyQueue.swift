@@ -5,7 +5,9 @@ import Foundation
 /// The reader takes a ticket per request line (waiting while `capacity` tickets are
 /// outstanding: that is the back-pressure that stops reading from a client that does not read
 /// its replies); each request completes its ticket whenever it finishes; the writer receives
-/// completed tickets strictly in ticket order.
+/// completed tickets strictly in ticket order. A request that completes the next reply while
+/// the writer waits idle writes it itself instead (`completeAndTakeTurn`): waking the writer
+/// would cost the call one more pass through the event loop. One writes at a time, in order.
 final class OrderedReplyQueue: @unchecked Sendable {
     /// What a request line produces: a line to send, or nothing (notifications).
     enum Reply: Sendable {
@@ -19,6 +21,8 @@ final class OrderedReplyQueue: @unchecked Sendable {
     private var delivered = 0
     private var completed: [Int: Reply] = [:]
     private var noMoreTickets = false
+    /// A request holds the writer's turn (`completeAndTakeTurn` until `finishWriting`).
+    private var requestWriting = false
     private var aborted = false
     private var waitingReader: CheckedContinuation<Int?, Never>?
     private var waitingWriter: CheckedContinuation<Reply?, Never>?
@@ -74,6 +78,47 @@ final class OrderedReplyQueue: @unchecked Sendable {
         }
     }
 
+    /// Records the reply for `ticket`. When the writer waits idle and the replies due next are
+    /// ready, they are handed to the caller to write, in order, instead of to the writer: the
+    /// caller then holds the writer's turn until it calls `finishWriting()`. Otherwise as
+    /// `complete(_:with:)`, and nothing is handed over.
+    func completeAndTakeTurn(_ ticket: Int, with reply: Reply) -> [Reply] {
+        let (replies, wakeups): ([Reply], Wakeups) = lock.withLock {
+            guard !aborted else { return ([], Wakeups()) }
+            completed[ticket] = reply
+            guard waitingWriter != nil, !requestWriting, completed[delivered] != nil else { return ([], deliverIfPossible()) }
+            requestWriting = true
+            return (takeDue(), deliverIfPossible())
+        }
+        wakeups.resume()
+        return replies
+    }
+
+    /// The caller wrote what it was handed: the replies due since, to write too (it keeps the
+    /// turn), or none, and the turn goes back to the writer (woken if input ended meanwhile).
+    func finishWriting() -> [Reply] {
+        let (replies, wakeups): ([Reply], Wakeups) = lock.withLock {
+            if !aborted, completed[delivered] != nil { return (takeDue(), deliverIfPossible()) }
+            requestWriting = false
+            return ([], deliverIfPossible())
+        }
+        wakeups.resume()
+        return replies
+    }
+
+    /// The writer waits for a reply (tests).
+    var writerIsWaiting: Bool { lock.withLock { waitingWriter != nil } }
+
+    /// Must hold the lock: the completed replies due next, in order, counted as delivered.
+    private func takeDue() -> [Reply] {
+        var due: [Reply] = []
+        while let reply = completed.removeValue(forKey: delivered) {
+            delivered += 1
+            due.append(reply)
+        }
+        return due
+    }
+
     /// The reader will take no more tickets (end of input).
     func finishTakingTickets() {
         let wakeups: Wakeups = lock.withLock {
@@ -108,7 +153,7 @@ final class OrderedReplyQueue: @unchecked Sendable {
     /// Must hold the lock.
     private func deliverIfPossible() -> Wakeups {
         var wakeups = Wakeups()
-        if let writer = waitingWriter {
+        if let writer = waitingWriter, !requestWriting || aborted {
             if aborted {
                 wakeups.writer = (writer, nil)
                 waitingWriter = nil

@@ -74,13 +74,13 @@ struct RPCConnection: Sendable {
             do {
                 reading: for try await buffer in inbound {
                     for event in framer.append(buffer.readableBytesView) {
-                        guard await submit(event, queue: queue, dispatcher: dispatcher, group: &group) else {
+                        guard await submit(event, queue: queue, dispatcher: dispatcher, outlet: outlet, group: &group) else {
                             break reading
                         }
                     }
                 }
                 if let last = framer.finish() {
-                    _ = await submit(last, queue: queue, dispatcher: dispatcher, group: &group)
+                    _ = await submit(last, queue: queue, dispatcher: dispatcher, outlet: outlet, group: &group)
                 }
             } catch {
                 logger.debug("reading from the connection failed", metadata: ["error": "\(error)"])
@@ -92,7 +92,7 @@ struct RPCConnection: Sendable {
 
     /// Starts answering one framed line; false when the connection is being torn down.
     private func submit(
-        _ event: LineFramer.Event, queue: OrderedReplyQueue, dispatcher: RPCDispatcher,
+        _ event: LineFramer.Event, queue: OrderedReplyQueue, dispatcher: RPCDispatcher, outlet: RPCStreamOutlet,
         group: inout DiscardingTaskGroup
     ) async -> Bool {
         switch event {
@@ -113,7 +113,23 @@ struct RPCConnection: Sendable {
             // Started at once on this task's thread (the connection's event loop), running until
             // its first wait: no pass through the loop's queue before the request is even parsed.
             group.addImmediateTask {
-                queue.complete(ticket, with: await dispatcher.reply(to: line, position: RPCRequestPosition(line: ticket)))
+                let reply = await dispatcher.reply(to: line, position: RPCRequestPosition(line: ticket))
+                // The writer waiting idle: this request writes its reply itself (and any due
+                // after it), sparing the writer's wake-up.
+                var due = queue.completeAndTakeTurn(ticket, with: reply)
+                while !due.isEmpty {
+                    do {
+                        for reply in due {
+                            if case .line(let bytes) = reply { try await write(bytes) }
+                            outlet.replyWritten()
+                        }
+                    } catch {
+                        logger.debug("writing to the connection failed", metadata: ["error": "\(error)"])
+                        queue.abort()
+                        outlet.close()
+                    }
+                    due = queue.finishWriting()
+                }
                 requestBytes.release(line.count)
             }
         }
