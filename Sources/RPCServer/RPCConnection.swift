@@ -56,16 +56,11 @@ struct RPCConnection: Sendable {
         await withDiscardingTaskGroup { group in
             group.addTask {
                 do {
-                    while let reply = await queue.nextReply() {
-                        if case .line(let bytes) = reply { try await write(bytes) }
-                        outlet.replyWritten()
-                    }
+                    while let reply = await queue.nextReply() { try await send(reply, outlet: outlet) }
                     // Input ended with a stream open: it goes on until it ends or the client goes.
                     await outlet.waitUntilStreamDone()
                 } catch {
-                    // The client is gone: stop reading and drop the replies still being computed.
-                    logger.debug("writing to the connection failed", metadata: ["error": "\(error)"])
-                    queue.abort()
+                    writingFailed(error, queue: queue, logger: logger)
                 }
                 outlet.close()
             }
@@ -74,13 +69,14 @@ struct RPCConnection: Sendable {
             do {
                 reading: for try await buffer in inbound {
                     for event in framer.append(buffer.readableBytesView) {
-                        guard await submit(event, queue: queue, dispatcher: dispatcher, outlet: outlet, group: &group) else {
+                        guard await submit(event, queue: queue, dispatcher: dispatcher, outlet: outlet, logger: logger,
+                                           group: &group) else {
                             break reading
                         }
                     }
                 }
                 if let last = framer.finish() {
-                    _ = await submit(last, queue: queue, dispatcher: dispatcher, outlet: outlet, group: &group)
+                    _ = await submit(last, queue: queue, dispatcher: dispatcher, outlet: outlet, logger: logger, group: &group)
                 }
             } catch {
                 logger.debug("reading from the connection failed", metadata: ["error": "\(error)"])
@@ -93,7 +89,7 @@ struct RPCConnection: Sendable {
     /// Starts answering one framed line; false when the connection is being torn down.
     private func submit(
         _ event: LineFramer.Event, queue: OrderedReplyQueue, dispatcher: RPCDispatcher, outlet: RPCStreamOutlet,
-        group: inout DiscardingTaskGroup
+        logger: Logger, group: inout DiscardingTaskGroup
     ) async -> Bool {
         switch event {
         case .tooLong:
@@ -119,13 +115,9 @@ struct RPCConnection: Sendable {
                 var due = queue.completeAndTakeTurn(ticket, with: reply)
                 while !due.isEmpty {
                     do {
-                        for reply in due {
-                            if case .line(let bytes) = reply { try await write(bytes) }
-                            outlet.replyWritten()
-                        }
+                        for reply in due { try await send(reply, outlet: outlet) }
                     } catch {
-                        logger.debug("writing to the connection failed", metadata: ["error": "\(error)"])
-                        queue.abort()
+                        writingFailed(error, queue: queue, logger: logger)
                         outlet.close()
                     }
                     due = queue.finishWriting()
@@ -156,6 +148,19 @@ struct RPCConnection: Sendable {
                 outlet.close()
             }
         }
+    }
+
+    /// Writes one reply (nothing for a notification's) and tells the outlet: a stream its
+    /// request started goes out after it. The writer and a request holding its turn both send so.
+    private func send(_ reply: OrderedReplyQueue.Reply, outlet: RPCStreamOutlet) async throws {
+        if case .line(let bytes) = reply { try await write(bytes) }
+        outlet.replyWritten()
+    }
+
+    /// The client is gone: stop reading and drop the replies still being computed.
+    private func writingFailed(_ error: any Error, queue: OrderedReplyQueue, logger: Logger) {
+        logger.debug("writing to the connection failed", metadata: ["error": "\(error)"])
+        queue.abort()
     }
 
     /// Waits until the bytes reached the socket: a client that does not read holds up only
