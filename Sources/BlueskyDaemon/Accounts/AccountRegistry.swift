@@ -33,6 +33,9 @@ final class AccountRegistry: Sendable {
 
     func contains(_ id: UUID) -> Bool { index.withLock { $0.byID[id] != nil } }
 
+    /// Whether `session` is the one kept for its account (not one forgotten, nor replaced).
+    func holds(_ session: AccountSession) -> Bool { index.withLock { $0.byID[session.id] === session } }
+
     /// Makes room for `count` more accounts at once (start-up), instead of growing step by step.
     func reserveCapacity(_ count: Int) {
         index.withLock { index in

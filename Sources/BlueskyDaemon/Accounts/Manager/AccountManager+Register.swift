@@ -61,7 +61,9 @@ extension AccountManager {
     /// `fields`. False when it was no longer kept.
     @discardableResult
     func forget(_ record: AccountRecord, fields: [String: JSONValue]) async -> Bool {
-        guard registry.remove(record) != nil else { return false }
+        guard let session = registry.remove(record) else { return false }
+        // What its calls read goes with it (a call under way publishes nothing more: `holds`).
+        environment.liveTargets.withdraw(record.id, owner: session)
         await scheduler.remove(record.id)
         environment.events.publish(.accountRemoved, account: record.eventKeys,
                                    view: AccountView.json(record, nextRefreshAt: nil), fields: fields)

@@ -140,7 +140,7 @@ extension AccountSession {
     /// What an `HTTPCall` needs: read where the call runs while the session has it published,
     /// otherwise from the session (`httpTarget`).
     nonisolated func liveHTTPTarget() async throws(DaemonError) -> (token: String, origin: URL, refreshable: Bool) {
-        if let target = environment.liveTargets.target(id, now: environment.now()), target.isOAuth2 {
+        if let target = environment.liveTargets.target(id, owner: self, now: environment.now()), target.isOAuth2 {
             return (target.credentials.token, target.server, target.refreshable)
         }
         return try await httpTarget()

@@ -176,24 +176,24 @@ actor AccountSession {
     func publishCallTarget(_ credentials: CallCredentials, server: URL) {
         guard state.unsavedSecrets == nil, let secrets = cachedSecrets, secrets.accessToken == credentials.token,
               let expiry = state.record.accessExpiresAt, state.record.state != .needsLogin, !state.isRemoving else { return }
-        environment.liveTargets.publish(
+        let published = environment.liveTargets.publish(
             LiveCallTargets.Target(credentials: credentials, server: server, isOAuth2: state.record.authKind == .oauth2,
                                    refreshable: state.record.oauth?.clientKind == .oauth2,
-                                   usableUntil: expiry.addingTimeInterval(-1)),
-            for: id)
-        active.publishedCallTarget = true
+                                   usableUntil: expiry.addingTimeInterval(-1), owner: ObjectIdentifier(self)),
+            for: id, if: { environment.registry.holds(self) })
+        if published { active.publishedCallTarget = true }
     }
 
     private func withdrawCallTarget() {
         guard let activity, activity.publishedCallTarget else { return }
-        environment.liveTargets.withdraw(id)
+        environment.liveTargets.withdraw(id, owner: self)
         activity.publishedCallTarget = false
     }
 
     /// What a proxied call needs: read where the call runs while the session has it published
     /// (tokens live), otherwise from the session, which refreshes first when needed.
     nonisolated func liveCallTarget() async throws(DaemonError) -> (credentials: CallCredentials, pds: URL) {
-        if let target = environment.liveTargets.target(id, now: environment.now()), !target.isOAuth2 {
+        if let target = environment.liveTargets.target(id, owner: self, now: environment.now()), !target.isOAuth2 {
             return (target.credentials, target.server)
         }
         return try await callTarget()

@@ -13,6 +13,12 @@ import Synchronization
 /// carries the moment its access token stops being usable (the margin `validSecrets` keeps):
 /// past it, the call goes to the session, which refreshes. Only accounts making calls are
 /// here, so an idle registry of a million accounts holds nothing.
+///
+/// Each target names the session that published it, and only that session reads or withdraws
+/// it: a session dropped from the registry (the store no longer holds its account) and a new
+/// one under the same id never see each other's tokens or server. A session publishes only
+/// while the registry holds it, checked under this table's lock, and forgetting an account
+/// withdraws its target, so nothing stays behind.
 final class LiveCallTargets: Sendable {
     struct Target: Sendable {
         var credentials: AccountSession.CallCredentials
@@ -23,26 +29,37 @@ final class LiveCallTargets: Sendable {
         /// The server's refresh can replace a refused token (OAuth 2.0 accounts).
         var refreshable: Bool
         var usableUntil: Date
+        /// The session that published it.
+        var owner: ObjectIdentifier
     }
 
     private let targets = Mutex<[UUID: Target]>([:])
 
-    /// The published target of account `id`, while its access token is usable at `now`.
-    func target(_ id: UUID, now: Date) -> Target? {
-        guard let target = targets.withLock({ $0[id] }), target.usableUntil > now else { return nil }
+    /// The target `owner` published for account `id`, while its access token is usable at `now`.
+    func target(_ id: UUID, owner: AccountSession, now: Date) -> Target? {
+        guard let target = targets.withLock({ $0[id] }), target.owner == ObjectIdentifier(owner), target.usableUntil > now
+        else { return nil }
         return target
     }
 
-    /// Called by the session only, on its actor.
-    func publish(_ target: Target, for id: UUID) {
-        targets.withLock { $0[id] = target }
+    /// Called by the session only, on its actor: publishes `target` if `registered` still holds
+    /// (asked under the lock, so that a session forgotten meanwhile leaves nothing behind).
+    /// True when published.
+    func publish(_ target: Target, for id: UUID, if registered: () -> Bool) -> Bool {
+        targets.withLock { targets in
+            guard registered() else { return false }
+            targets[id] = target
+            return true
+        }
     }
 
-    /// Called by the session only, on its actor.
-    func withdraw(_ id: UUID) {
-        _ = targets.withLock { $0.removeValue(forKey: id) }
+    /// Withdraws what `owner` published for `id`; another session's target stays.
+    func withdraw(_ id: UUID, owner: AccountSession) {
+        targets.withLock { targets in
+            if targets[id]?.owner == ObjectIdentifier(owner) { targets[id] = nil }
+        }
     }
 
-    /// How many accounts have a target published (tests; the daemon's status).
+    /// How many accounts have a target published (tests).
     var count: Int { targets.withLock { $0.count } }
 }
