@@ -44,7 +44,8 @@ actor RefreshScheduler {
     /// Where sessions' dates wait for the loop; never awaited.
     nonisolated let inbox: DueInbox
     private var queue = Heap<Entry>()
-    private var slots: [UUID: Slot] = [:]
+    /// A dense table, not a dictionary: at 1,000,000 accounts 40 bytes an account, not 67.
+    private var slots = DenseTable<UUID, Slot>()
     /// Due entries whose server had no free slot, in the order they fell due.
     private var parked: [ServerID: Deque<Entry>] = [:]
     private var running = 0
@@ -97,7 +98,10 @@ actor RefreshScheduler {
     /// Takes in what sessions noted: a date this host decides goes to the shared book when
     /// there is one (the heap keeps only local timers and taken accounts), else to the heap.
     private func drainInbox() {
-        for (id, noted) in inbox.drain() {
+        let noted = inbox.drain()
+        // At start every account notes its first date at once.
+        if noted.count > 1_000 { slots.reserveCapacity(slots.count + noted.count) }
+        for (id, noted) in noted {
             var slot = slots[id] ?? Slot(due: nil, server: ServerTable.unknown)
             slot.server = servers.id(for: noted.server)
             slots[id] = slot
