@@ -16,9 +16,11 @@ public final class DaemonProcess: @unchecked Sendable {
     /// Starts blueskyd against `testbed` and waits until its socket answers.
     /// `asUser` runs it under another uid/gid with setpriv (the directories are handed over to it).
     /// `readyTimeout`: how long it may take to answer (it loads every account first).
+    /// `executable`: another blueskyd than this build's (the bench's baseline).
     public init(directory: String, testbed: Testbed?, extraArguments: [String] = [],
                 asUser: (uid: UInt32, gid: UInt32)? = nil, logLevel: String = "debug",
-                readyTimeout: Duration = .seconds(60)) async throws {
+                readyTimeout: Duration = .seconds(60), executable: String? = nil) async throws {
+        let executable = executable ?? Binaries.path("blueskyd")
         stateDirectory = directory + "/state"
         socketPath = directory + "/run/blueskyd.sock"
         gatewaySocketPath = directory + "/run/xrpc.sock"
@@ -40,9 +42,9 @@ public final class DaemonProcess: @unchecked Sendable {
             chown(logFile, user.uid, user.gid)
             process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
             process.arguments = ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups", "--",
-                                 Binaries.path("blueskyd")] + args
+                                 executable] + args
         } else {
-            process.executableURL = URL(fileURLWithPath: Binaries.path("blueskyd"))
+            process.executableURL = URL(fileURLWithPath: executable)
             process.arguments = args
         }
         var environment = ProcessInfo.processInfo.environment

@@ -38,6 +38,8 @@ struct RunBenchmark: AsyncParsableCommand {
     @Option(help: "Seconds the daemon idles before its RSS is read.") var settleSeconds = 2.0
     @Option(help: "Starts of blueskyd per account count in the memory section; the median is reported (RSS varies by a few MiB between starts).")
     var memoryStarts = 3
+    @Option(help: "A directory holding another build's blueskyd (an earlier commit's): the memory section starts it and this build's in turn on the same store, in ABBA order, and reports both.")
+    var baselineBinDir: String?
     @Option(help: ArgumentHelp("Sections to run, comma-separated: \(BenchRun.sectionOrder.joined(separator: ", ")).",
                                valueName: "sections"))
     var sections = BenchRun.sectionOrder.joined(separator: ",")
@@ -79,6 +81,7 @@ struct RunBenchmark: AsyncParsableCommand {
             inProcessUpstream: inProcessUpstream, nonceCalls: max(1, nonceCalls),
             nonceRotationSeconds: max(1, nonceRotationSeconds), shortNonceRotationSeconds: max(0, shortNonceRotationSeconds))
         options.costCalls = max(100, costCalls)
+        options.baselineBinDir = baselineBinDir
         options.refreshAccounts = max(1, refreshAccounts)
         options.refreshWindowMinutes = max(0.1, refreshWindowMinutes)
         options.refreshLeadMinutes = max(0, refreshLeadMinutes)
@@ -114,6 +117,8 @@ struct BenchOptions: Sendable {
     var accountCounts: [Int]
     var settleSeconds: Double
     var memoryStarts: Int
+    /// Another build's blueskyd directory, started beside this build's in the memory section.
+    var baselineBinDir: String?
     var sections: Set<String>
     var inProcessUpstream: Bool
     var nonceCalls: Int

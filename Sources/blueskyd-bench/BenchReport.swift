@@ -158,8 +158,12 @@ struct NonceChallengeResult: Codable, Sendable {
 struct MemoryResult: Codable, Sendable {
     /// 40 MB (10^6 bytes) in KiB.
     static let targetKiBAtThousand = 40_000_000 / 1024
-    /// 120 MiB in KiB.
-    static let targetKiBAtHundredThousand = 120 * 1024
+    /// 80 MiB in KiB, and the start, at 100,000 accounts (issue 28; 120 MiB and 1 s before).
+    static let targetKiBAtHundredThousand = 80 * 1024
+    static let targetStartAtHundredThousand = 0.5
+    /// 512 MiB and 5 s at 1,000,000 accounts (issue 28).
+    static let targetKiBAtMillion = 512 * 1024
+    static let targetStartAtMillion = 5.0
 
     var accounts: Int
     /// Seconds spent writing the accounts into the store (before the daemon starts).
@@ -174,6 +178,16 @@ struct MemoryResult: Codable, Sendable {
     var rssSamplesKiB: [Int] = []
     var peakKiB: Int?
     var error: String?
+    /// The same for the baseline build (`--baseline-bin-dir`), started in turn with this one.
+    var baseline: MemorySide?
+}
+
+/// One build's medians in the memory section.
+struct MemorySide: Codable, Sendable {
+    var rssKiB: Int?
+    var rssSamplesKiB: [Int]
+    var peakKiB: Int?
+    var startSeconds: Double?
 }
 
 extension BenchReport {

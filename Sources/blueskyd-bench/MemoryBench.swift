@@ -16,7 +16,7 @@ struct MemoryBench {
     /// about 3 s, plus the settle.
     static func timeBudget(_ options: BenchOptions) -> Double {
         let perStart = options.accountCounts.reduce(0.0) { $0 + 5 + options.settleSeconds + Double($1) / 100_000 * 3 }
-        return perStart * Double(options.memoryStarts - 1)
+        return perStart * Double(options.memoryStarts * (options.baselineBinDir == nil ? 1 : 2) - 1)
     }
 
     func measure(accounts count: Int) async -> MemoryResult {
@@ -35,20 +35,40 @@ struct MemoryBench {
         }
         result.seedSeconds = (ContinuousClock.now - seedStart).inSeconds
 
-        var starts: [MemoryStart] = []
-        for run in 1...options.memoryStarts {
-            progress.say("memory: starting blueskyd with \(count) accounts (\(run) of \(options.memoryStarts))")
-            let start = await startOnce(directory: directory)
-            if let error = start.error { result.error = error }
-            if let loaded = start.accountsLoaded { result.accountsLoaded = loaded }
-            guard start.error == nil else { break }
-            starts.append(start)
+        // With a baseline, the two builds take turns on the same store (ABBA), so that what the
+        // host does meanwhile weighs on both.
+        let baseline = options.baselineBinDir.map { $0 + "/blueskyd" }
+        var starts: [MemoryStart] = [], baselineStarts: [MemoryStart] = []
+        runs: for run in 1...options.memoryStarts {
+            let order: [String?] = baseline.map { run % 2 == 1 ? [$0, nil] : [nil, $0] } ?? [nil]
+            for executable in order {
+                let which = executable == nil ? "" : " (baseline)"
+                progress.say("memory: starting blueskyd\(which) with \(count) accounts (\(run) of \(options.memoryStarts))")
+                let start = await startOnce(directory: directory, executable: executable)
+                if let error = start.error { result.error = which + error }
+                if let loaded = start.accountsLoaded, executable == nil { result.accountsLoaded = loaded }
+                guard start.error == nil else { break runs }
+                if executable == nil { starts.append(start) } else { baselineStarts.append(start) }
+            }
         }
-        result.rssSamplesKiB = starts.compactMap(\.rssKiB)
-        result.rssKiB = Statistics.median(result.rssSamplesKiB.map(Double.init)).map { Int($0) }
-        result.peakKiB = Statistics.median(starts.compactMap(\.peakKiB).map(Double.init)).map { Int($0) }
-        result.startSeconds = Statistics.median(starts.compactMap(\.seconds))
+        result.take(starts)
+        if baseline != nil {
+            var other = MemoryResult(accounts: count)
+            other.take(baselineStarts)
+            result.baseline = MemorySide(rssKiB: other.rssKiB, rssSamplesKiB: other.rssSamplesKiB,
+                                         peakKiB: other.peakKiB, startSeconds: other.startSeconds)
+        }
         return result
+    }
+}
+
+extension MemoryResult {
+    /// The medians of `starts`.
+    fileprivate mutating func take(_ starts: [MemoryStart]) {
+        rssSamplesKiB = starts.compactMap(\.rssKiB)
+        rssKiB = Statistics.median(rssSamplesKiB.map(Double.init)).map { Int($0) }
+        peakKiB = Statistics.median(starts.compactMap(\.peakKiB).map(Double.init)).map { Int($0) }
+        startSeconds = Statistics.median(starts.compactMap(\.seconds))
     }
 }
 
@@ -62,13 +82,14 @@ private struct MemoryStart {
 }
 
 extension MemoryBench {
-    private func startOnce(directory: String) async -> MemoryStart {
+    private func startOnce(directory: String, executable: String?) async -> MemoryStart {
         var start = MemoryStart()
         let launch = ContinuousClock.now
         let daemon: DaemonProcess
         do {
             daemon = try await DaemonProcess(
-                directory: directory, testbed: nil, extraArguments: DaemonArguments.forUpstream(upstream))
+                directory: directory, testbed: nil, extraArguments: DaemonArguments.forUpstream(upstream),
+                executable: executable)
         } catch {
             start.error = BenchError.daemonFailed(describe(error)).description
             return start
