@@ -26,7 +26,12 @@ extension SQLiteAccountStore {
             var page: [AccountRecord] = []
             page.reserveCapacity(limit)
             let rows = try Row.fetchCursor(db, request)
-            while let row = try rows.next() { page.append(try self.verified(row)) }
+            var layout: AccountRowLayout?
+            while let row = try rows.next() {
+                let found = layout ?? AccountRowLayout(row)
+                layout = found
+                page.append(try self.verified(row, layout: found))
+            }
             return page
         }
     }

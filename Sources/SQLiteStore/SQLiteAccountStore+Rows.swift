@@ -10,21 +10,16 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
     public static let databaseTableName = "account"
 
     /// Only the metadata columns, so fetching records never reads the sealed blob.
-    public static var databaseSelection: [any SQLSelectable] {
-        [AccountColumn.id, AccountColumn.did, AccountColumn.handle, AccountColumn.handleVerified, AccountColumn.pds,
-         AccountColumn.authKind, AccountColumn.state, AccountColumn.stateReason, AccountColumn.isDefault,
-         AccountColumn.createdAt, AccountColumn.updatedAt, AccountColumn.lastRefreshAt, AccountColumn.accessExpiresAt,
-         AccountColumn.refreshExpiresAt, AccountColumn.refreshStartedAt,
-         AccountColumn.oauthIssuer, AccountColumn.oauthTokenEndpoint, AccountColumn.oauthRevocationEndpoint,
-         AccountColumn.oauthScope, AccountColumn.oauthSessionStartedAt, AccountColumn.oauthClientKind,
-         AccountColumn.oauthClientID, AccountColumn.oauthClientKeyID,
-         AccountColumn.profileDisplayName, AccountColumn.profileAvatar, AccountColumn.profileDescription,
-         AccountColumn.profileFetchedAt, AccountColumn.secretsVersion, AccountColumn.metadataSeal]
-    }
+    public static var databaseSelection: [any SQLSelectable] { AccountField.allCases.map(\.column) }
 
     public init(row: Row) throws {
-        let rawAuthKind: String = row[AccountColumn.authKind]
-        let rawState: String = row[AccountColumn.state]
+        try self.init(row: row, layout: AccountRowLayout(row))
+    }
+
+    /// The record in `row`, its columns where `layout` found them in its statement's rows.
+    init(row: Row, layout: AccountRowLayout) throws {
+        let rawAuthKind: String = row[.authKind, in: layout]
+        let rawState: String = row[.state, in: layout]
         guard let authKind = AuthKind(rawValue: rawAuthKind) else {
             throw UnreadableRow("unknown auth_kind \"\(rawAuthKind)\"")
         }
@@ -32,48 +27,48 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
             throw UnreadableRow("unknown state \"\(rawState)\"")
         }
         self.init(
-            id: row[AccountColumn.id],
-            did: row[AccountColumn.did],
-            handle: row[AccountColumn.handle],
-            handleVerified: row[AccountColumn.handleVerified],
-            pds: row[AccountColumn.pds],
+            id: row[.id, in: layout],
+            did: row[.did, in: layout],
+            handle: row[.handle, in: layout],
+            handleVerified: row[.handleVerified, in: layout],
+            pds: row[.pds, in: layout],
             authKind: authKind,
             state: state,
-            stateReason: row[AccountColumn.stateReason],
-            isDefault: row[AccountColumn.isDefault],
-            createdAt: Self.date(row[AccountColumn.createdAt]) ?? Date(storedSeconds: 0),
-            updatedAt: Self.date(row[AccountColumn.updatedAt]),
-            lastRefreshAt: Self.date(row[AccountColumn.lastRefreshAt]),
-            accessExpiresAt: Self.date(row[AccountColumn.accessExpiresAt]),
-            refreshExpiresAt: Self.date(row[AccountColumn.refreshExpiresAt]),
-            refreshStartedAt: Self.date(row[AccountColumn.refreshStartedAt]),
-            oauth: try Self.oauth(row),
-            profile: Self.profile(row),
-            secretsVersion: row[AccountColumn.secretsVersion])
+            stateReason: row[.stateReason, in: layout],
+            isDefault: row[.isDefault, in: layout],
+            createdAt: Self.date(row[.createdAt, in: layout]) ?? Date(storedSeconds: 0),
+            updatedAt: Self.date(row[.updatedAt, in: layout]),
+            lastRefreshAt: Self.date(row[.lastRefreshAt, in: layout]),
+            accessExpiresAt: Self.date(row[.accessExpiresAt, in: layout]),
+            refreshExpiresAt: Self.date(row[.refreshExpiresAt, in: layout]),
+            refreshStartedAt: Self.date(row[.refreshStartedAt, in: layout]),
+            oauth: try Self.oauth(row, layout),
+            profile: Self.profile(row, layout),
+            secretsVersion: row[.secretsVersion, in: layout])
     }
 
-    private static func profile(_ row: Row) -> AccountProfile? {
-        guard let fetched = date(row[AccountColumn.profileFetchedAt]) else { return nil }
-        return AccountProfile(displayName: row[AccountColumn.profileDisplayName], avatar: row[AccountColumn.profileAvatar],
-                              description: row[AccountColumn.profileDescription], fetchedAt: fetched)
+    private static func profile(_ row: Row, _ layout: AccountRowLayout) -> AccountProfile? {
+        guard let fetched = date(row[.profileFetchedAt, in: layout]) else { return nil }
+        return AccountProfile(displayName: row[.profileDisplayName, in: layout], avatar: row[.profileAvatar, in: layout],
+                              description: row[.profileDescription, in: layout], fetchedAt: fetched)
     }
 
     /// The OAuth columns, all or nothing: an issuer without the rest is a damaged row.
-    private static func oauth(_ row: Row) throws -> OAuthSessionInfo? {
-        guard let issuer: String = row[AccountColumn.oauthIssuer] else { return nil }
-        let rawKind: String? = row[AccountColumn.oauthClientKind]
-        guard let tokenEndpoint: String = row[AccountColumn.oauthTokenEndpoint],
-              let scope: String = row[AccountColumn.oauthScope],
-              let started = date(row[AccountColumn.oauthSessionStartedAt]),
+    private static func oauth(_ row: Row, _ layout: AccountRowLayout) throws -> OAuthSessionInfo? {
+        guard let issuer: String = row[.oauthIssuer, in: layout] else { return nil }
+        let rawKind: String? = row[.oauthClientKind, in: layout]
+        guard let tokenEndpoint: String = row[.oauthTokenEndpoint, in: layout],
+              let scope: String = row[.oauthScope, in: layout],
+              let started = date(row[.oauthSessionStartedAt, in: layout]),
               let clientKind = rawKind.flatMap(OAuthClientKind.init(rawValue:)),
-              let clientID: String = row[AccountColumn.oauthClientID]
+              let clientID: String = row[.oauthClientID, in: layout]
         else {
             throw UnreadableRow("OAuth session columns set in part")
         }
         return OAuthSessionInfo(issuer: issuer, tokenEndpoint: tokenEndpoint,
-                                revocationEndpoint: row[AccountColumn.oauthRevocationEndpoint], scope: scope,
+                                revocationEndpoint: row[.oauthRevocationEndpoint, in: layout], scope: scope,
                                 sessionStartedAt: started, clientKind: clientKind, clientID: clientID,
-                                clientKeyID: row[AccountColumn.oauthClientKeyID])
+                                clientKeyID: row[.oauthClientKeyID, in: layout])
     }
 
     public func encode(to container: inout PersistenceContainer) throws {
@@ -171,16 +166,23 @@ extension SQLiteAccountStore {
     /// The record in `row`, marked altered when its metadata seal does not hold or a column
     /// holds what blueskyd cannot read (`UnreadableRow`).
     func verified(_ row: Row) throws -> AccountRecord {
-        let seal: Data? = row[AccountColumn.metadataSeal]
-        return try Self.parsed(row).verified { sealer.check($0, tenant: Self.tenant, seal: seal) }
+        try verified(row, layout: AccountRowLayout(row))
+    }
+
+    /// The same, with the columns where `layout` found them (a statement's rows: one layout).
+    func verified(_ row: Row, layout: AccountRowLayout) throws -> AccountRecord {
+        let seal: Data? = row[.metadataSeal, in: layout]
+        return try Self.parsed(row, layout: layout).verified { sealer.check($0, tenant: Self.tenant, seal: seal) }
     }
 
     /// The row read whole, or a tampered stand-in keeping the columns that locate it.
-    static func parsed(_ row: Row) throws -> ParsedRow {
-        try ParsedRow.parse(id: row[AccountColumn.id], did: row[AccountColumn.did], handle: row[AccountColumn.handle],
-                            pds: row[AccountColumn.pds],
-                            createdAt: AccountRecord.date(row[AccountColumn.createdAt]) ?? Date(storedSeconds: 0),
-                            secretsVersion: row[AccountColumn.secretsVersion]) { try AccountRecord(row: row) }
+    static func parsed(_ row: Row) throws -> ParsedRow { try parsed(row, layout: AccountRowLayout(row)) }
+
+    static func parsed(_ row: Row, layout: AccountRowLayout) throws -> ParsedRow {
+        try ParsedRow.parse(id: row[.id, in: layout], did: row[.did, in: layout], handle: row[.handle, in: layout],
+                            pds: row[.pds, in: layout],
+                            createdAt: AccountRecord.date(row[.createdAt, in: layout]) ?? Date(storedSeconds: 0),
+                            secretsVersion: row[.secretsVersion, in: layout]) { try AccountRecord(row: row, layout: layout) }
     }
 
     func seal(_ record: AccountRecord) -> Data { sealer.metadataSeal(record, tenant: Self.tenant) }

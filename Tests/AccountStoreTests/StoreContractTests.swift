@@ -6,7 +6,7 @@ import Testing
 /// What every `AccountStore` promises, run against SQLite and PostgreSQL alike.
 @Suite("The account store's contract, on SQLite and on PostgreSQL")
 struct StoreContractTests {
-    @Test("a registered account reads back field for field, by id and by DID, with its secrets",
+    @Test("a registered account reads back field for field, by id, by DID and in a page (as a start loads it), with its secrets",
           arguments: StoreBackend.allCases)
     func roundTrip(_ backend: StoreBackend) async throws {
         try await backend.withStore { store in
@@ -22,6 +22,7 @@ struct StoreContractTests {
             try await store.insert(record, secrets: secrets)
             #expect(try await store.account(id: record.id) == record)
             #expect(try await store.account(did: record.did) == record)
+            #expect(try await store.accounts(after: nil, limit: 10) == [record])
             #expect(try await store.secrets(for: record.id) == secrets)
             #expect(try await store.count() == 1)
             #expect(try await store.account(id: UUID()) == nil)
@@ -47,6 +48,7 @@ struct StoreContractTests {
             let secrets = AccountSecrets(accessToken: "access-1", refreshToken: "", oauth2: facts)
             try await store.insert(record, secrets: secrets)
             #expect(try await store.account(did: record.did) == record)
+            #expect(try await store.accounts(after: nil, limit: 10) == [record])
             #expect(try await store.secrets(for: record.id) == secrets)
             #expect(try await store.account(id: record.id)?.sessionEndsAt == record.accessExpiresAt)
             #expect(!"\(secrets)".contains("app-secret") && !"\(facts)".contains("app-secret"), "no secret in a description")
