@@ -14,6 +14,7 @@ extension AccountManager {
                             marksAreOurs: store.sharedLease == nil)
         let expected = try await store.count()
         registry.reserveCapacity(expected)
+        scheduler.inbox.reserveCapacity(expected)
         try await store.forEachAccount { record in load.add(record, registry: registry) }
         let read = clock.now
         for session in load.endingSoon { await session.warnIfSessionEndsSoon() }
