@@ -207,7 +207,7 @@ extension BenchReport {
     private func memoryLines() -> [String] {
         guard !memory.isEmpty else { return ["3. Idle memory: not measured (see problems)"] }
         var lines = ["3. Idle memory of blueskyd (VmRSS after daemon.status and a settle; medians of the starts)",
-                     "   accounts     RSS        peak       start      store seeding   RSS of each start"]
+                     "   accounts     RSS        peak       start      start CPU  store seeding   RSS of each start"]
         for m in memory {
             if let error = m.error, m.rssKiB == nil {
                 lines.append("   \(pad(String(m.accounts), 10))   failed: \(error)")
@@ -217,6 +217,7 @@ extension BenchReport {
                 + "   " + pad(m.rssKiB.map(mebibytes) ?? "?", 9)
                 + "  " + pad(m.peakKiB.map(mebibytes) ?? "?", 9)
                 + "  " + pad(m.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
+                + "  " + pad(m.startCPUSeconds.map { format($0, 2) + " s" } ?? "?", 9)
                 + "  " + pad(m.seedSeconds.map { format($0, 1) + " s" } ?? "?", 13)
                 + "   " + m.rssSamplesKiB.map { format(Double($0) / 1024, 1) }.joined(separator: ", ")
                 + (m.accountsLoaded.map { $0 == m.accounts ? "" : "   (daemon.status reports \($0) accounts)" } ?? ""))
@@ -225,6 +226,7 @@ extension BenchReport {
                     + "   " + pad(b.rssKiB.map(mebibytes) ?? "?", 9)
                     + "  " + pad(b.peakKiB.map(mebibytes) ?? "?", 9)
                     + "  " + pad(b.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
+                    + "  " + pad(b.startCPUSeconds.map { format($0, 2) + " s" } ?? "?", 9)
                     + "  " + pad("", 13)
                     + "   " + b.rssSamplesKiB.map { format(Double($0) / 1024, 1) }.joined(separator: ", "))
             }

@@ -170,6 +170,8 @@ struct MemoryResult: Codable, Sendable {
     var seedSeconds: Double?
     /// From launching blueskyd to its socket answering `daemon.info` (median of the starts).
     var startSeconds: Double?
+    /// The daemon's CPU time (user + system, every thread) from launch to its first answer.
+    var startCPUSeconds: Double?
     /// `daemon.status` `accounts` after startup (should equal `accounts`).
     var accountsLoaded: Int?
     /// The median of `rssSamplesKiB`.
@@ -188,6 +190,7 @@ struct MemorySide: Codable, Sendable {
     var rssSamplesKiB: [Int]
     var peakKiB: Int?
     var startSeconds: Double?
+    var startCPUSeconds: Double?
 }
 
 extension BenchReport {

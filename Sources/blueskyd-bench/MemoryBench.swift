@@ -56,7 +56,8 @@ struct MemoryBench {
             var other = MemoryResult(accounts: count)
             other.take(baselineStarts)
             result.baseline = MemorySide(rssKiB: other.rssKiB, rssSamplesKiB: other.rssSamplesKiB,
-                                         peakKiB: other.peakKiB, startSeconds: other.startSeconds)
+                                         peakKiB: other.peakKiB, startSeconds: other.startSeconds,
+                                         startCPUSeconds: other.startCPUSeconds)
         }
         return result
     }
@@ -69,6 +70,7 @@ extension MemoryResult {
         rssKiB = Statistics.median(rssSamplesKiB.map(Double.init)).map { Int($0) }
         peakKiB = Statistics.median(starts.compactMap(\.peakKiB).map(Double.init)).map { Int($0) }
         startSeconds = Statistics.median(starts.compactMap(\.seconds))
+        startCPUSeconds = Statistics.median(starts.compactMap(\.cpuSeconds))
     }
 }
 
@@ -78,6 +80,7 @@ private struct MemoryStart {
     var accountsLoaded: Int?
     var rssKiB: Int?
     var peakKiB: Int?
+    var cpuSeconds: Double?
     var error: String?
 }
 
@@ -95,6 +98,9 @@ extension MemoryBench {
             return start
         }
         start.seconds = (ContinuousClock.now - launch).inSeconds
+        // What the start cost in CPU (every thread, user and system): the host's load moves the
+        // wall time, not this.
+        start.cpuSeconds = ProcessCPU.read(pid: daemon.pid)?.seconds
         Watchdog.track(daemon.pid)
         do {
             let status = try await daemon.call("daemon.status")
