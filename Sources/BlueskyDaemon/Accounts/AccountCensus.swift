@@ -8,8 +8,39 @@ import Synchronization
 final class AccountCensus: Sendable {
     private struct Counts {
         var byState: [AccountState: Int] = [:]
-        /// The fixed ends of OAuth sessions of accounts that do not need a login, sorted.
+        /// The fixed ends of OAuth sessions of accounts that do not need a login, sorted, and
+        /// those added since they were last read, in any order: a start adds one per account,
+        /// and inserting each into the sorted array moved half of it every time (at 1,000,000
+        /// OAuth accounts, terabytes), where one sort and merge at the next read moves it once.
         var sessionEnds: [Date] = []
+        var unmergedEnds: [Date] = []
+
+        /// Brings the ends added since the last read into `sessionEnds`.
+        mutating func mergeEnds() {
+            guard !unmergedEnds.isEmpty else { return }
+            defer { unmergedEnds = [] }
+            if unmergedEnds.count == 1 {
+                let end = unmergedEnds[0]
+                sessionEnds.insert(end, at: AccountCensus.insertionIndex(of: end, in: sessionEnds, after: true))
+                return
+            }
+            unmergedEnds.sort()
+            var merged: [Date] = []
+            merged.reserveCapacity(sessionEnds.count + unmergedEnds.count)
+            var old = sessionEnds.startIndex, new = unmergedEnds.startIndex
+            while old < sessionEnds.endIndex, new < unmergedEnds.endIndex {
+                if unmergedEnds[new] < sessionEnds[old] {
+                    merged.append(unmergedEnds[new])
+                    new += 1
+                } else {
+                    merged.append(sessionEnds[old])
+                    old += 1
+                }
+            }
+            merged.append(contentsOf: sessionEnds[old...])
+            merged.append(contentsOf: unmergedEnds[new...])
+            sessionEnds = merged
+        }
         /// Accounts whose row's seal did not hold when last read (`AccountRecord.isAltered`),
         /// by what the store found.
         var altered: [UUID: AccountSealCheck] = [:]
@@ -22,7 +53,10 @@ final class AccountCensus: Sendable {
     /// Sessions whose end is within the warning time (or past) and that still work.
     func sessionsEndingSoon(now: Date) -> Int {
         let horizon = now.addingTimeInterval(AccountRecord.sessionEndWarning)
-        return counts.withLock { Self.insertionIndex(of: horizon, in: $0.sessionEnds, after: true) }
+        return counts.withLock { counts in
+            counts.mergeEnds()
+            return Self.insertionIndex(of: horizon, in: counts.sessionEnds, after: true)
+        }
     }
 
     /// The accounts whose row's seal did not hold, oldest id first, at most `limit` of them, and
@@ -51,12 +85,11 @@ final class AccountCensus: Sendable {
             if let new { counts.byState[new.state, default: 0] += 1 }
             guard oldEnd != newEnd else { return }
             if let oldEnd {
+                counts.mergeEnds()
                 let index = Self.insertionIndex(of: oldEnd, in: counts.sessionEnds, after: false)
                 if index < counts.sessionEnds.count, counts.sessionEnds[index] == oldEnd { counts.sessionEnds.remove(at: index) }
             }
-            if let newEnd {
-                counts.sessionEnds.insert(newEnd, at: Self.insertionIndex(of: newEnd, in: counts.sessionEnds, after: true))
-            }
+            if let newEnd { counts.unmergedEnds.append(newEnd) }
         }
     }
 
@@ -65,7 +98,7 @@ final class AccountCensus: Sendable {
     }
 
     /// Binary search: the first index whose date is > `date` (`after`) or >= `date`.
-    private static func insertionIndex(of date: Date, in dates: [Date], after: Bool) -> Int {
+    fileprivate static func insertionIndex(of date: Date, in dates: [Date], after: Bool) -> Int {
         var low = 0, high = dates.count
         while low < high {
             let middle = (low + high) / 2
