@@ -29,46 +29,46 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
         self.init(
             id: row[.id, in: layout],
             did: row[.did, in: layout],
-            handle: row[.handle, in: layout],
+            handle: row[orNil: .handle, in: layout],
             handleVerified: row[.handleVerified, in: layout],
             pds: row[.pds, in: layout],
             authKind: authKind,
             state: state,
-            stateReason: row[.stateReason, in: layout],
+            stateReason: row[orNil: .stateReason, in: layout],
             isDefault: row[.isDefault, in: layout],
-            createdAt: Self.date(row[.createdAt, in: layout]) ?? Date(storedSeconds: 0),
-            updatedAt: Self.date(row[.updatedAt, in: layout]),
-            lastRefreshAt: Self.date(row[.lastRefreshAt, in: layout]),
-            accessExpiresAt: Self.date(row[.accessExpiresAt, in: layout]),
-            refreshExpiresAt: Self.date(row[.refreshExpiresAt, in: layout]),
-            refreshStartedAt: Self.date(row[.refreshStartedAt, in: layout]),
+            createdAt: Self.date(row[orNil: .createdAt, in: layout]) ?? Date(storedSeconds: 0),
+            updatedAt: Self.date(row[orNil: .updatedAt, in: layout]),
+            lastRefreshAt: Self.date(row[orNil: .lastRefreshAt, in: layout]),
+            accessExpiresAt: Self.date(row[orNil: .accessExpiresAt, in: layout]),
+            refreshExpiresAt: Self.date(row[orNil: .refreshExpiresAt, in: layout]),
+            refreshStartedAt: Self.date(row[orNil: .refreshStartedAt, in: layout]),
             oauth: try Self.oauth(row, layout),
             profile: Self.profile(row, layout),
             secretsVersion: row[.secretsVersion, in: layout])
     }
 
     private static func profile(_ row: Row, _ layout: AccountRowLayout) -> AccountProfile? {
-        guard let fetched = date(row[.profileFetchedAt, in: layout]) else { return nil }
-        return AccountProfile(displayName: row[.profileDisplayName, in: layout], avatar: row[.profileAvatar, in: layout],
-                              description: row[.profileDescription, in: layout], fetchedAt: fetched)
+        guard let fetched = date(row[orNil: .profileFetchedAt, in: layout]) else { return nil }
+        return AccountProfile(displayName: row[orNil: .profileDisplayName, in: layout], avatar: row[orNil: .profileAvatar, in: layout],
+                              description: row[orNil: .profileDescription, in: layout], fetchedAt: fetched)
     }
 
     /// The OAuth columns, all or nothing: an issuer without the rest is a damaged row.
     private static func oauth(_ row: Row, _ layout: AccountRowLayout) throws -> OAuthSessionInfo? {
-        guard let issuer: String = row[.oauthIssuer, in: layout] else { return nil }
-        let rawKind: String? = row[.oauthClientKind, in: layout]
-        guard let tokenEndpoint: String = row[.oauthTokenEndpoint, in: layout],
-              let scope: String = row[.oauthScope, in: layout],
-              let started = date(row[.oauthSessionStartedAt, in: layout]),
+        guard let issuer: String = row[orNil: .oauthIssuer, in: layout] else { return nil }
+        let rawKind: String? = row[orNil: .oauthClientKind, in: layout]
+        guard let tokenEndpoint: String = row[orNil: .oauthTokenEndpoint, in: layout],
+              let scope: String = row[orNil: .oauthScope, in: layout],
+              let started = date(row[orNil: .oauthSessionStartedAt, in: layout]),
               let clientKind = rawKind.flatMap(OAuthClientKind.init(rawValue:)),
-              let clientID: String = row[.oauthClientID, in: layout]
+              let clientID: String = row[orNil: .oauthClientID, in: layout]
         else {
             throw UnreadableRow("OAuth session columns set in part")
         }
         return OAuthSessionInfo(issuer: issuer, tokenEndpoint: tokenEndpoint,
-                                revocationEndpoint: row[.oauthRevocationEndpoint, in: layout], scope: scope,
+                                revocationEndpoint: row[orNil: .oauthRevocationEndpoint, in: layout], scope: scope,
                                 sessionStartedAt: started, clientKind: clientKind, clientID: clientID,
-                                clientKeyID: row[.oauthClientKeyID, in: layout])
+                                clientKeyID: row[orNil: .oauthClientKeyID, in: layout])
     }
 
     public func encode(to container: inout PersistenceContainer) throws {
@@ -171,7 +171,7 @@ extension SQLiteAccountStore {
 
     /// The same, with the columns where `layout` found them (a statement's rows: one layout).
     func verified(_ row: Row, layout: AccountRowLayout) throws -> AccountRecord {
-        let seal: Data? = row[.metadataSeal, in: layout]
+        let seal: Data? = row[orNil: .metadataSeal, in: layout]
         return try Self.parsed(row, layout: layout).verified { sealer.check($0, tenant: Self.tenant, seal: seal) }
     }
 
@@ -179,9 +179,9 @@ extension SQLiteAccountStore {
     static func parsed(_ row: Row) throws -> ParsedRow { try parsed(row, layout: AccountRowLayout(row)) }
 
     static func parsed(_ row: Row, layout: AccountRowLayout) throws -> ParsedRow {
-        try ParsedRow.parse(id: row[.id, in: layout], did: row[.did, in: layout], handle: row[.handle, in: layout],
+        try ParsedRow.parse(id: row[.id, in: layout], did: row[.did, in: layout], handle: row[orNil: .handle, in: layout],
                             pds: row[.pds, in: layout],
-                            createdAt: AccountRecord.date(row[.createdAt, in: layout]) ?? Date(storedSeconds: 0),
+                            createdAt: AccountRecord.date(row[orNil: .createdAt, in: layout]) ?? Date(storedSeconds: 0),
                             secretsVersion: row[.secretsVersion, in: layout]) { try AccountRecord(row: row, layout: layout) }
     }
 
