@@ -46,8 +46,9 @@ enum AccountField: Int, CaseIterable {
 
 /// Where a statement's rows hold each account column, found by name once. Every row of one
 /// statement has its columns in the same places; finding some thirty columns by name in each
-/// row (a hashed, case-insensitive lookup each) was a sixth of a start's CPU, so a start's pages
-/// find them in their first row and read the rest by position.
+/// row (a hashed, case-insensitive lookup each) was a sixth of a start's CPU, so the reads of
+/// many rows (a start's pages, a copy, an export, a reseal) find them in their first row and
+/// read the rest by position.
 struct AccountRowLayout {
     private let indexes: [Int?]
 
@@ -57,32 +58,42 @@ struct AccountRowLayout {
         indexes = AccountField.allCases.map { names.firstIndex(of: $0.column.name.lowercased()) }
     }
 
+    /// The layout of `row`'s statement: `cached`, once a row of it was read, else found now and kept.
+    static func of(_ row: Row, cached: inout AccountRowLayout?) -> AccountRowLayout {
+        if let cached { return cached }
+        let found = AccountRowLayout(row)
+        cached = found
+        return found
+    }
+
     /// Where `field` is, or nil when the statement did not select it.
     func index(of field: AccountField) -> Int? { indexes[field.rawValue] }
 }
 
 extension Row {
-    /// The value of `field` where `layout` found it; a column the statement lacks is asked for
-    /// by name, for GRDB's own answer (its error).
-    subscript<Value: DatabaseValueConvertible>(_ field: AccountField, in layout: AccountRowLayout) -> Value {
-        guard let index = layout.index(of: field) else { return self[field.column] }
+    /// The value of `field` where `layout` found it. Without a layout (a single row, where
+    /// finding every column once costs what finding it by name does), and for a column the
+    /// statement lacks, it is asked for by name, for GRDB's own answer.
+    subscript<Value: DatabaseValueConvertible>(_ field: AccountField, in layout: AccountRowLayout?) -> Value {
+        guard let index = layout?.index(of: field) else { return self[field.column] }
         return self[index]
     }
 
     /// The same for the types SQLite hands over as they are (strings, numbers, blobs): GRDB's
     /// fast path, which reads the statement's column without a `DatabaseValue` in between.
     subscript<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ field: AccountField,
-                                                                            in layout: AccountRowLayout) -> Value {
-        guard let index = layout.index(of: field) else { return self[field.column] }
+                                                                            in layout: AccountRowLayout?) -> Value {
+        guard let index = layout?.index(of: field) else { return self[field.column] }
         return self[index]
     }
 
     /// A nullable column: nil for NULL. Asked for as `Value`, not `Value?`: GRDB's decoding of an
-    /// optional, unspecialised across the module boundary, looks up the optional type's generic
-    /// metadata at every call (a hashed lookup under a lock), which was a quarter of a start.
+    /// optional by position, unspecialised across the module boundary, looked up the optional
+    /// type's generic metadata at every call (a hashed lookup under a lock): with it, decoding was
+    /// 38 % of a 1,000,000-account start.
     subscript<Value: DatabaseValueConvertible & StatementColumnConvertible>(orNil field: AccountField,
-                                                                            in layout: AccountRowLayout) -> Value? {
-        guard let index = layout.index(of: field) else { return self[field.column] }
+                                                                            in layout: AccountRowLayout?) -> Value? {
+        guard let index = layout?.index(of: field) else { return self[field.column] }
         return hasNull(atIndex: index) ? nil : self[index] as Value
     }
 }

@@ -28,9 +28,7 @@ extension SQLiteAccountStore {
             let rows = try Row.fetchCursor(db, request)
             var layout: AccountRowLayout?
             while let row = try rows.next() {
-                let found = layout ?? AccountRowLayout(row)
-                layout = found
-                page.append(try self.verified(row, layout: found))
+                page.append(try self.verified(row, layout: .of(row, cached: &layout)))
             }
             return page
         }
@@ -43,7 +41,9 @@ extension SQLiteAccountStore {
             if let key {
                 request = request.filter(sql: "(created_at, id) > (?, ?)", arguments: [key.createdAt.storedSeconds, key.id])
             }
-            return try Row.fetchAll(db, request).map { (try self.verified($0), $0[AccountColumn.sealedSecrets]) }
+            let rows = try Row.fetchAll(db, request)
+            let layout = rows.first.map(AccountRowLayout.init)
+            return try rows.map { (try self.verified($0, layout: layout), $0[AccountColumn.sealedSecrets]) }
         }
         return try rows.map { (record, blob) throws(StoreError) in
             guard !record.isAltered else { throw StoreError.recordAltered(account: record.id) }

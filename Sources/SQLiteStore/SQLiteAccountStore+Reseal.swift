@@ -11,8 +11,9 @@ extension SQLiteAccountStore {
                 .select(AccountRecord.databaseSelection + [AccountColumn.sealedSecrets, AccountColumn.metadataSeal])
             var found: [UnsealedAccount] = []
             let rows = try Row.fetchCursor(db, request)
+            var layout: AccountRowLayout?
             while let row = try rows.next() {
-                if let unsealed = SealFinding.row(try Self.parsed(row), seal: row[AccountColumn.metadataSeal],
+                if let unsealed = SealFinding.row(try Self.parsed(row, layout: .of(row, cached: &layout)), seal: row[AccountColumn.metadataSeal],
                                                   blob: row[AccountColumn.sealedSecrets], tenant: Self.tenant, sealer: sealer) {
                     found.append(unsealed)
                 }

@@ -13,11 +13,11 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
     public static var databaseSelection: [any SQLSelectable] { AccountField.allCases.map(\.column) }
 
     public init(row: Row) throws {
-        try self.init(row: row, layout: AccountRowLayout(row))
+        try self.init(row: row, layout: nil)
     }
 
     /// The record in `row`, its columns where `layout` found them in its statement's rows.
-    init(row: Row, layout: AccountRowLayout) throws {
+    init(row: Row, layout: AccountRowLayout?) throws {
         let rawAuthKind: String = row[.authKind, in: layout]
         let rawState: String = row[.state, in: layout]
         guard let authKind = AuthKind(rawValue: rawAuthKind) else {
@@ -47,14 +47,14 @@ extension AccountRecord: FetchableRecord, PersistableRecord {
             secretsVersion: row[.secretsVersion, in: layout])
     }
 
-    private static func profile(_ row: Row, _ layout: AccountRowLayout) -> AccountProfile? {
+    private static func profile(_ row: Row, _ layout: AccountRowLayout?) -> AccountProfile? {
         guard let fetched = date(row[orNil: .profileFetchedAt, in: layout]) else { return nil }
         return AccountProfile(displayName: row[orNil: .profileDisplayName, in: layout], avatar: row[orNil: .profileAvatar, in: layout],
                               description: row[orNil: .profileDescription, in: layout], fetchedAt: fetched)
     }
 
     /// The OAuth columns, all or nothing: an issuer without the rest is a damaged row.
-    private static func oauth(_ row: Row, _ layout: AccountRowLayout) throws -> OAuthSessionInfo? {
+    private static func oauth(_ row: Row, _ layout: AccountRowLayout?) throws -> OAuthSessionInfo? {
         guard let issuer: String = row[orNil: .oauthIssuer, in: layout] else { return nil }
         let rawKind: String? = row[orNil: .oauthClientKind, in: layout]
         guard let tokenEndpoint: String = row[orNil: .oauthTokenEndpoint, in: layout],
@@ -166,19 +166,19 @@ extension SQLiteAccountStore {
     /// The record in `row`, marked altered when its metadata seal does not hold or a column
     /// holds what blueskyd cannot read (`UnreadableRow`).
     func verified(_ row: Row) throws -> AccountRecord {
-        try verified(row, layout: AccountRowLayout(row))
+        try verified(row, layout: nil)
     }
 
     /// The same, with the columns where `layout` found them (a statement's rows: one layout).
-    func verified(_ row: Row, layout: AccountRowLayout) throws -> AccountRecord {
+    func verified(_ row: Row, layout: AccountRowLayout?) throws -> AccountRecord {
         let seal: Data? = row[orNil: .metadataSeal, in: layout]
         return try Self.parsed(row, layout: layout).verified { sealer.check($0, tenant: Self.tenant, seal: seal) }
     }
 
     /// The row read whole, or a tampered stand-in keeping the columns that locate it.
-    static func parsed(_ row: Row) throws -> ParsedRow { try parsed(row, layout: AccountRowLayout(row)) }
+    static func parsed(_ row: Row) throws -> ParsedRow { try parsed(row, layout: nil) }
 
-    static func parsed(_ row: Row, layout: AccountRowLayout) throws -> ParsedRow {
+    static func parsed(_ row: Row, layout: AccountRowLayout?) throws -> ParsedRow {
         try ParsedRow.parse(id: row[.id, in: layout], did: row[.did, in: layout], handle: row[orNil: .handle, in: layout],
                             pds: row[.pds, in: layout],
                             createdAt: AccountRecord.date(row[orNil: .createdAt, in: layout]) ?? Date(storedSeconds: 0),

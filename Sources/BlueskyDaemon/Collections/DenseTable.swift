@@ -1,7 +1,7 @@
 /// A map from `Key` to `Value` for the tables that hold one entry per registered account.
 ///
 /// The entries sit in two dense arrays, and an open-addressed index of 32-bit positions (linear
-/// probing, at most half full) finds them: an entry costs its key, its value and 4 to 8 bytes of
+/// probing, at most half full) finds them: an entry costs its key, its value and 8 to 16 bytes of
 /// index. A `Dictionary` keeps key and value in every bucket, and its buckets, at most 3/4 full
 /// and a power of two, are 1.3 to 2.7 times the entries: at 1,000,000 accounts a
 /// `[UUID: AccountSession]` takes 50 MB, this 32.
