@@ -44,8 +44,11 @@ struct MemoryBench {
             for executable in order {
                 let which = executable == nil ? "" : " (baseline)"
                 progress.say("memory: starting blueskyd\(which) with \(count) accounts (\(run) of \(options.memoryStarts))")
-                let start = await startOnce(directory: directory, executable: executable)
-                if let error = start.error { result.error = which + error }
+                var start = await startOnce(directory: directory, executable: executable)
+                if executable != nil, let loaded = start.accountsLoaded, loaded != count, start.error == nil {
+                    start.error = "daemon.status reports \(loaded) accounts"
+                }
+                if let error = start.error { result.error = (executable == nil ? "" : "baseline: ") + error }
                 if let loaded = start.accountsLoaded, executable == nil { result.accountsLoaded = loaded }
                 guard start.error == nil else { break runs }
                 if executable == nil { starts.append(start) } else { baselineStarts.append(start) }
