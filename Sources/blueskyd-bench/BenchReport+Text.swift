@@ -213,23 +213,9 @@ extension BenchReport {
                 lines.append("   \(pad(String(m.accounts), 10))   failed: \(error)")
                 continue
             }
-            lines.append("   " + pad(String(m.accounts), 10)
-                + "   " + pad(m.rssKiB.map(mebibytes) ?? "?", 9)
-                + "  " + pad(m.peakKiB.map(mebibytes) ?? "?", 9)
-                + "  " + pad(m.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
-                + "  " + pad(m.startCPUSeconds.map { format($0, 2) + " s" } ?? "?", 9)
-                + "  " + pad(m.seedSeconds.map { format($0, 1) + " s" } ?? "?", 13)
-                + "   " + m.rssSamplesKiB.map { format(Double($0) / 1024, 1) }.joined(separator: ", ")
+            lines.append(memoryRow(String(m.accounts), m.side, seeding: m.seedSeconds.map { format($0, 1) + " s" } ?? "?")
                 + (m.accountsLoaded.map { $0 == m.accounts ? "" : "   (daemon.status reports \($0) accounts)" } ?? ""))
-            if let b = m.baseline {
-                lines.append("   " + pad("baseline", 10)
-                    + "   " + pad(b.rssKiB.map(mebibytes) ?? "?", 9)
-                    + "  " + pad(b.peakKiB.map(mebibytes) ?? "?", 9)
-                    + "  " + pad(b.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
-                    + "  " + pad(b.startCPUSeconds.map { format($0, 2) + " s" } ?? "?", 9)
-                    + "  " + pad("", 13)
-                    + "   " + b.rssSamplesKiB.map { format(Double($0) / 1024, 1) }.joined(separator: ", "))
-            }
+            if let b = m.baseline { lines.append(memoryRow("baseline", b, seeding: "")) }
         }
         if let thousand = memory.first(where: { $0.accounts == 1000 }), let rss = thousand.rssKiB {
             lines.append("   at 1,000 accounts: \(mebibytes(rss))   target < 40 MB   "
@@ -246,6 +232,17 @@ extension BenchReport {
                 + verdict(rss <= MemoryResult.targetKiBAtMillion && seconds <= MemoryResult.targetStartAtMillion))
         }
         return lines
+    }
+
+    /// One build's line of the memory section.
+    private func memoryRow(_ label: String, _ side: MemorySide, seeding: String) -> String {
+        "   " + pad(label, 10)
+            + "   " + pad(side.rssKiB.map(mebibytes) ?? "?", 9)
+            + "  " + pad(side.peakKiB.map(mebibytes) ?? "?", 9)
+            + "  " + pad(side.startSeconds.map { format($0, 2) + " s" } ?? "?", 9)
+            + "  " + pad(side.startCPUSeconds.map { format($0, 2) + " s" } ?? "?", 9)
+            + "  " + pad(seeding, 13)
+            + "   " + side.rssSamplesKiB.map { format(Double($0) / 1024, 1) }.joined(separator: ", ")
     }
 
     private func row(_ s: LatencySummary) -> String {

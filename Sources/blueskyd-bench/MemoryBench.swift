@@ -54,26 +54,34 @@ struct MemoryBench {
                 if executable == nil { starts.append(start) } else { baselineStarts.append(start) }
             }
         }
-        result.take(starts)
-        if baseline != nil {
-            var other = MemoryResult(accounts: count)
-            other.take(baselineStarts)
-            result.baseline = MemorySide(rssKiB: other.rssKiB, rssSamplesKiB: other.rssSamplesKiB,
-                                         peakKiB: other.peakKiB, startSeconds: other.startSeconds,
-                                         startCPUSeconds: other.startCPUSeconds)
-        }
+        result.take(MemorySide(starts))
+        if baseline != nil { result.baseline = MemorySide(baselineStarts) }
         return result
     }
 }
 
-extension MemoryResult {
+extension MemorySide {
     /// The medians of `starts`.
-    fileprivate mutating func take(_ starts: [MemoryStart]) {
+    fileprivate init(_ starts: [MemoryStart]) {
         rssSamplesKiB = starts.compactMap(\.rssKiB)
         rssKiB = Statistics.median(rssSamplesKiB.map(Double.init)).map { Int($0) }
         peakKiB = Statistics.median(starts.compactMap(\.peakKiB).map(Double.init)).map { Int($0) }
         startSeconds = Statistics.median(starts.compactMap(\.seconds))
         startCPUSeconds = Statistics.median(starts.compactMap(\.cpuSeconds))
+    }
+}
+
+extension MemoryResult {
+    /// This build's medians (the report keeps them at the top level, as before the baseline).
+    fileprivate mutating func take(_ side: MemorySide) {
+        (rssKiB, rssSamplesKiB, peakKiB, startSeconds, startCPUSeconds) =
+            (side.rssKiB, side.rssSamplesKiB, side.peakKiB, side.startSeconds, side.startCPUSeconds)
+    }
+
+    /// This build's medians, as the baseline's are kept.
+    var side: MemorySide {
+        MemorySide(rssKiB: rssKiB, rssSamplesKiB: rssSamplesKiB, peakKiB: peakKiB, startSeconds: startSeconds,
+                   startCPUSeconds: startCPUSeconds)
     }
 }
 

@@ -18,7 +18,6 @@ struct DenseTable<Key: Hashable, Value> {
     init() {}
 
     var count: Int { keys.count }
-    var isEmpty: Bool { keys.isEmpty }
 
     /// Makes room for `minimum` entries without growing step by step (a start loading them all).
     /// Called again with a little more each time it still grows geometrically (an array's own
@@ -37,11 +36,6 @@ struct DenseTable<Key: Hashable, Value> {
         set {
             if let newValue { updateValue(newValue, forKey: key) } else { removeValue(forKey: key) }
         }
-    }
-
-    subscript(key: Key, default fallback: @autoclosure () -> Value) -> Value {
-        get { self[key] ?? fallback() }
-        set { updateValue(newValue, forKey: key) }
     }
 
     /// Sets the value of `key`; the value it replaces, or nil when the key is new.
@@ -82,12 +76,6 @@ struct DenseTable<Key: Hashable, Value> {
         keys.removeLast()
         values.removeLast()
         return removed
-    }
-
-    mutating func removeAll() {
-        keys = []
-        values = []
-        buckets = []
     }
 
     // MARK: - The index

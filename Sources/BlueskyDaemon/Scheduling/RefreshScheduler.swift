@@ -99,8 +99,8 @@ actor RefreshScheduler {
     /// there is one (the heap keeps only local timers and taken accounts), else to the heap.
     private func drainInbox() {
         let noted = inbox.drain()
-        // At start every account notes its first date at once.
-        if noted.count > 1_000 { slots.reserveCapacity(slots.count + noted.count) }
+        // At start every account notes its first date at once (reserving grows geometrically).
+        slots.reserveCapacity(slots.count + noted.count)
         for (id, noted) in noted {
             var slot = slots[id] ?? Slot(due: nil, server: ServerTable.unknown)
             slot.server = servers.id(for: noted.server)
