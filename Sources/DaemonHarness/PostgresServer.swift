@@ -53,6 +53,8 @@ public final class PostgresServer: @unchecked Sendable {
     public var dataDirectory: String { directory + "/data" }
     public var socketDirectory: String { directory + "/socket" }
     private let tls: Bool
+    /// Server settings beyond the fixed ones, each passed as `-c name=value`.
+    private let settings: [(name: String, value: String)]
     private let lock = NSLock()
     private var destroyed = false
     /// The running postmaster (setpriv execs it, so the pid is postgres's own).
@@ -60,9 +62,10 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Creates a cluster in `directory` (a new 0700 directory under /tmp when nil; a given one
     /// must have parents the server user can traverse) and starts it on `port` (a free one when nil).
+    /// `settings` go to the server as `-c name=value` (the bench loads pg_stat_statements).
     public static func start(in directory: String? = nil, port: UInt16? = nil,
                              password: String = PostgresServer.randomPassword(),
-                             tls: TLSFiles? = nil) throws -> PostgresServer {
+                             tls: TLSFiles? = nil, settings: [(name: String, value: String)] = []) throws -> PostgresServer {
         let dir = try directory ?? makeTemporaryDirectory()
         do { try initialize(dir, password: password, tls: tls) } catch {
             try? FileManager.default.removeItem(atPath: dir)
@@ -70,7 +73,8 @@ public final class PostgresServer: @unchecked Sendable {
         }
         // A port picked free may be taken before postgres binds it: try another one then.
         for attempt in 1... {
-            let server = PostgresServer(directory: dir, port: try port ?? freePort(), password: password, tls: tls != nil)
+            let server = PostgresServer(directory: dir, port: try port ?? freePort(), password: password, tls: tls != nil,
+                                        settings: settings)
             do {
                 try server.start()
                 return server
@@ -107,8 +111,8 @@ public final class PostgresServer: @unchecked Sendable {
         }
     }
 
-    private init(directory: String, port: UInt16, password: String, tls: Bool) {
-        (self.directory, self.port, self.adminPassword, self.tls) = (directory, port, password, tls)
+    private init(directory: String, port: UInt16, password: String, tls: Bool, settings: [(name: String, value: String)]) {
+        (self.directory, self.port, self.adminPassword, self.tls, self.settings) = (directory, port, password, tls, settings)
     }
 
     deinit { destroy() }
@@ -122,6 +126,9 @@ public final class PostgresServer: @unchecked Sendable {
     /// Whether the postmaster we started is still running.
     public var isRunning: Bool { lock.withLock { postmaster.map { Self.exitStatus($0) == nil } ?? false } }
 
+    /// The postmaster's pid while it runs: its children are the server's backends.
+    public var pid: Int32? { lock.withLock { postmaster.map(\.processIdentifier) } }
+
     /// Starts the server on its data directory and port; returns once it accepts connections.
     public func start() throws {
         try lock.withLock {
@@ -133,6 +140,7 @@ public final class PostgresServer: @unchecked Sendable {
                 command += ["-c", "ssl=on", "-c", "ssl_cert_file=\(dataDirectory)/server.crt",
                             "-c", "ssl_key_file=\(dataDirectory)/server.key"]
             }
+            command += settings.flatMap { ["-c", "\($0.name)=\($0.value)"] }
             let process = Self.makeProcess(command, in: directory)
             let fd = open(logFile, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw Failure.setup("open \(logFile): errno \(errno)") }

@@ -25,7 +25,7 @@ extension PostgresAccountStore {
                                _ produce: @escaping @Sendable (any RegistryWriter) async throws(StoreError) -> Void)
         async throws(StoreError) -> [UUID: UUID] {
         let (tenant, location) = (settings.tenant, settings.location)
-        return try await write(replacing ? "resealing accounts" : "copying accounts", deadline: deadline) { [self] session in
+        let renumbered = try await write(replacing ? "resealing accounts" : "copying accounts", deadline: deadline) { [self] session in
             // The tenant's turn (as a default change takes it), then a look at what it holds.
             try await lockDefault(session)
             // No host of the tenant may be alive: one that starts waits for this lock
@@ -76,6 +76,25 @@ extension PostgresAccountStore {
                     """)
             }
             return renumbered
+        }
+        await refreshStatistics()
+        return renumbered
+    }
+
+    /// Has the database sample the tables again (ANALYZE), after many rows were written at
+    /// once. Until autovacuum gets to it (a minute or more), the planner believes the tables
+    /// as small as they were, and plans a host's lookups by id as scans of the whole tenant:
+    /// a storm of refreshes right after a copy of a million accounts then costs the database
+    /// tens of milliseconds a statement. A role that does not own the tables is skipped by the
+    /// database with a warning; nothing fails.
+    package func refreshStatistics() async {
+        do {
+            try await read("sampling the tables for the planner") { session in
+                try await session.run("ANALYZE account, dpop_nonce, oauth_client_key")
+            }
+        } catch {
+            logger.notice("the database did not sample the tables after a bulk write; autovacuum will",
+                          metadata: ["error": "\(error)"])
         }
     }
 

@@ -62,6 +62,8 @@ struct RunBenchmark: AsyncParsableCommand {
     var registryAccounts = 100_000
     @Option(help: "Of those, OAuth accounts that fall due at once in the cluster section's storm (a quarter more for the failover storm).")
     var stormAccounts = 20_000
+    @Option(help: "Refreshes each cluster host sends one server at once (blueskyd's max_concurrent_refreshes_per_host, whose default is 16): the storm's bound is 3 hosts × this / the token endpoint's latency.")
+    var stormRefreshesPerServer = 16
     @Flag(help: "Run the testbed PDS inside this process instead of a child process.")
     var inProcessUpstream = false
     @Option(help: "Seconds after which the whole run gives up (children are killed); default 600, plus the lengths of the refresh-capacity and cluster sections and of the memory section's repeated starts when they run.")
@@ -90,6 +92,7 @@ struct RunBenchmark: AsyncParsableCommand {
         options.clusterAccounts = max(1, clusterAccounts)
         options.registryAccounts = max(1, registryAccounts)
         options.stormAccounts = max(10, stormAccounts)
+        options.stormRefreshesPerServer = max(1, stormRefreshesPerServer)
         let extra = (options.wants(RefreshCapacityBench.section) ? RefreshCapacityBench.timeBudget(options) : 0)
             + (options.wants(ClusterBench.section) ? ClusterBench.timeBudget(options) : 0)
             + (options.wants(RegistryBench.section) ? RegistryBench.timeBudget(options) : 0)
@@ -133,6 +136,7 @@ struct BenchOptions: Sendable {
     var registryAccounts = 100_000
     var clusterAccounts = 1_000_000
     var stormAccounts = 20_000
+    var stormRefreshesPerServer = 16
 
     func wants(_ section: String) -> Bool { sections.contains(section) }
 }

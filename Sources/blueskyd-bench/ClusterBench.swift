@@ -36,7 +36,7 @@ struct ClusterBench {
     func run() async -> ClusterResult {
         var result = ClusterResult(accounts: options.clusterAccounts, stormAccounts: options.stormAccounts,
                                    tokenEndpointLatencyMilliseconds: options.refreshLatencyMilliseconds,
-                                   leaseSeconds: Self.leaseSeconds)
+                                   leaseSeconds: Self.leaseSeconds, refreshesPerServer: options.stormRefreshesPerServer)
         let directory = workDirectory + "/cluster"
         var database: ClusterDatabase?
         var upstream: StartedUpstream?
@@ -88,6 +88,9 @@ struct ClusterBench {
         let (issuer, pds) = (upstream.info.oauthIssuer, upstream.info.pdsURL)
         let stormIDs = try await database.seedRefreshable(sessions: sessions[0..<storm], keys: keys[0..<storm], issuer: issuer, pdsURL: pds)
         let failoverIDs = try await database.seedRefreshable(sessions: sessions[storm...], keys: keys[storm...], issuer: issuer, pdsURL: pds)
+        // As `blueskyd store copy` does after its rows: the planner's view of the table is
+        // otherwise the empty one it had before the seeding, for a minute or more.
+        await database.seeding.store.refreshStatistics()
         result.seedSeconds = lap(&clock)
 
         hosts = try await startHosts(database: database, upstream: upstream.info, directory: directory)
@@ -99,11 +102,18 @@ struct ClusterBench {
 
         // The storm: every refreshable account due at once.
         progress.say("cluster: \(storm) accounts due at once")
+        let (databaseBefore, hostsBefore) = (try database.reading(), Self.cpuSeconds(of: hosts))
         let stormStart = Date()
         try await database.seeding.makeDue(stormIDs)
         try await waitForRefreshes(upstream: upstream, target: storm, limit: Self.stormTimeout(options))
         // The testbed counts a refresh before the host has saved its tokens: wait for the saves.
         result.rotatedByHost = try await rotations(of: hosts, atLeast: storm)
+        let hostsCPU = Self.cpuSeconds(of: hosts) - hostsBefore
+        // An idle backend reports its transactions and rows at most 10 s late (PostgreSQL 15's
+        // PGSTAT_IDLE_INTERVAL); statements are counted as they end.
+        try await Task.sleep(for: .seconds(11))
+        result.stormCost = DatabaseCost(from: databaseBefore, to: try database.reading(), hostsCPUSeconds: hostsCPU,
+                                        refreshes: result.rotatedByHost.reduce(0, +))
         let stormDIDs = Set(sessions[0..<storm].map(\.did))
         let stormTimes = try await refreshTimes(upstream: upstream, of: stormDIDs, directory: directory)
         result.stormSeconds = stormTimes.last.map { $0.timeIntervalSince(stormStart) }
@@ -135,7 +145,8 @@ struct ClusterBench {
     /// Starts the hosts together, each with the shared key; returned in the order of their
     /// directories (host0, host1, ...).
     private func startHosts(database: ClusterDatabase, upstream: UpstreamInfo, directory: String) async throws -> [DaemonProcess] {
-        let config = try database.writeConfiguration(directory: directory, leaseSeconds: Self.leaseSeconds)
+        let config = try database.writeConfiguration(directory: directory, leaseSeconds: Self.leaseSeconds,
+                                                     perServer: options.stormRefreshesPerServer)
         progress.say("cluster: starting \(Self.hostCount) blueskyd hosts, each loading \(options.clusterAccounts) accounts")
         let timeout = Duration.seconds(Self.startTimeout(options))
         return try await withThrowingTaskGroup(of: (Int, DaemonProcess).self) { group in
@@ -176,6 +187,10 @@ struct ClusterBench {
     /// When the testbed granted each of these accounts' refreshes, in order (its own clock).
     private func refreshTimes(upstream: StartedUpstream, of dids: Set<String>, directory: String) async throws -> [Date] {
         try await upstream.control.refreshMargins(directory: directory).filter { dids.contains($0.did) }.map(\.refreshedAt).sorted()
+    }
+
+    static func cpuSeconds(of hosts: [DaemonProcess]) -> Double {
+        hosts.reduce(0) { $0 + (ProcessCPU.read(pid: $1.pid)?.seconds ?? 0) }
     }
 
     /// Refreshes per second between the 10th and the 90th percent of `times` (sorted).

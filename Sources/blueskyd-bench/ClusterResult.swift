@@ -6,6 +6,8 @@ struct ClusterResult: Codable, Sendable {
     var stormAccounts: Int
     var tokenEndpointLatencyMilliseconds: Int
     var leaseSeconds: Int
+    /// Each host's limit of refreshes at once to one server.
+    var refreshesPerServer: Int
     var seedSeconds: Double?
     /// From starting the three hosts together until all answered.
     var startSeconds: Double?
@@ -17,6 +19,8 @@ struct ClusterResult: Codable, Sendable {
     var stormRate: Double?
     /// Tokens each host rotated during the storm.
     var rotatedByHost: [Int] = []
+    /// What the storm cost the database and the hosts, per refresh.
+    var stormCost: DatabaseCost?
     /// From the SIGKILL until every account of the second storm was refreshed.
     var failoverSeconds: Double?
     var totals: OAuthTotals?
@@ -29,7 +33,8 @@ struct ClusterResult: Codable, Sendable {
 
     func lines() -> [String] {
         var lines = ["10. Cluster: \(ClusterBench.hostCount) blueskyd hosts on one PostgreSQL database with \(accounts) accounts; "
-            + "\(stormAccounts) OAuth accounts fall due at once, token endpoint answering after \(tokenEndpointLatencyMilliseconds) ms"]
+            + "\(stormAccounts) OAuth accounts fall due at once, token endpoint answering after \(tokenEndpointLatencyMilliseconds) ms; "
+            + "each host sends it \(refreshesPerServer) at once (bound \(format(bound, 0)) refreshes/s)"]
         if let error { lines.append("   failed: \(error)") }
         lines.append("   setup: writing the database \(seconds(seedSeconds)), starting the hosts together \(seconds(startSeconds)); "
             + "accounts loaded \(accountsLoaded.map(String.init).joined(separator: ", ")); "
@@ -38,6 +43,7 @@ struct ClusterResult: Codable, Sendable {
             lines.append("   storm: \(format(stormRate, 1)) refreshes/s sustained (10–90 %), all \(stormAccounts) in \(format(stormSeconds, 1)) s; "
                 + "tokens rotated per host \(rotatedByHost.map(String.init).joined(separator: ", "))")
         }
+        if let stormCost { lines += stormCost.lines() }
         if let failoverSeconds {
             lines.append("   failover: one host SIGKILLed a third into a second storm; every account refreshed "
                 + "\(format(failoverSeconds, 1)) s after the kill (lease \(leaseSeconds) s)")
@@ -58,6 +64,12 @@ struct ClusterResult: Codable, Sendable {
                 + "(daemon p50 \(format(latency.daemon.p50, 1)) µs, direct \(format(latency.direct.p50, 1)) µs)")
         }
         return lines
+    }
+
+    /// Refreshes per second the hosts' limits allow: every host's refreshes to the one server,
+    /// each taking the token endpoint's latency.
+    var bound: Double {
+        Double(ClusterBench.hostCount * refreshesPerServer) * 1000 / Double(max(1, tokenEndpointLatencyMilliseconds))
     }
 
     private func seconds(_ value: Double?) -> String { value.map { format($0, 1) + " s" } ?? "?" }

@@ -9,6 +9,7 @@ import Foundation
 struct ClusterDatabase {
     /// The tables' owner, which row-level security holds to the tenant of its name.
     static let tenant = SharedStoreHosts.ownerTenant
+    static let name = "blueskyd"
 
     let server: PostgresServer
     let url: String
@@ -17,9 +18,10 @@ struct ClusterDatabase {
     var keyHex: String { seeding.keyHex }
 
     static func start(directory: String) async throws -> ClusterDatabase {
-        let server = try PostgresServer.start(in: directory + "/postgres")
+        let server = try PostgresServer.start(in: directory + "/postgres", settings: DatabaseReading.serverSettings)
         do {
-            let (url, password) = try SharedStoreHosts.createDatabase(on: server)
+            let (url, password) = try SharedStoreHosts.createDatabase(Self.name, on: server)
+            try DatabaseReading.prepare(server, database: Self.name)
             let seeding = try await SeededSharedStore(url: url, password: password, tenant: tenant,
                                                 keyDirectory: directory + "/seeding")
             return ClusterDatabase(server: server, url: url, password: password, seeding: seeding)
@@ -29,15 +31,21 @@ struct ClusterDatabase {
         }
     }
 
+    /// The database's own counters now (see `DatabaseReading`).
+    func reading() throws -> DatabaseReading { try DatabaseReading.read(server, database: Self.name) }
+
     func stop() async {
         await seeding.close()
         server.destroy()
     }
 
-    /// The configuration every host reads; its lease is `leaseSeconds`.
-    func writeConfiguration(directory: String, leaseSeconds: Int) throws -> String {
+    /// The configuration every host reads; its lease is `leaseSeconds`, and each host sends one
+    /// server `perServer` refreshes at once (and at least as many overall).
+    func writeConfiguration(directory: String, leaseSeconds: Int, perServer: Int) throws -> String {
         try SharedStoreHosts.writeConfiguration(in: directory, url: url, password: password, tenant: Self.tenant,
-                                                extraLines: ["lease_seconds = \(leaseSeconds)"])
+                                                extraLines: ["lease_seconds = \(leaseSeconds)",
+                                                             "max_concurrent_refreshes = \(max(64, perServer))",
+                                                             "max_concurrent_refreshes_per_host = \(perServer)"])
     }
 
     /// Idle app-password accounts (tokens valid for a day), due when blueskyd would refresh
