@@ -73,6 +73,9 @@ public protocol AccountStore: AnyObject, Sendable {
     // MARK: Reads
 
     func account(id: UUID) async throws(StoreError) -> AccountRecord?
+    /// Those of the accounts `ids` that exist, in no given order: how a host reads many
+    /// accounts other hosts changed at once (a shared store makes one query of it).
+    func accounts(ids: [UUID]) async throws(StoreError) -> [AccountRecord]
     func account(did: String) async throws(StoreError) -> AccountRecord?
     /// Up to `limit` accounts after `key` (nil: from the first), oldest first: a daemon
     /// reading a million accounts never holds every row at once.
@@ -125,6 +128,15 @@ public protocol AccountStore: AnyObject, Sendable {
 }
 
 extension AccountStore {
+    /// One read per account: for stores whose reads cost no round trip (a file, memory).
+    public func accounts(ids: [UUID]) async throws(StoreError) -> [AccountRecord] {
+        var found: [AccountRecord] = []
+        for id in ids {
+            if let record = try await account(id: id) { found.append(record) }
+        }
+        return found
+    }
+
     /// Hears the other hosts' changes; this host keeps no lease beyond its refreshes.
     public func observeChanges(_ handler: @escaping @Sendable (StoreChange) -> Void) async {
         await observeChanges(keeping: { [] }, handler)

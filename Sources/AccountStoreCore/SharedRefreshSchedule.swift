@@ -13,13 +13,14 @@ public protocol SharedRefreshSchedule: Sendable {
     /// skipped, so that a late "never" cannot drop an account that was signed in again. An
     /// unknown (removed) account is skipped.
     func setRefreshDue(_ dates: [ScheduledDate]) async throws(StoreError)
-    /// Takes up to `limit` of the accounts due by `now`, the earliest due first (their ids come
-    /// back in no particular order), for this host: each one's due date moves to the end of a
-    /// lease from `now`, so that no other host takes it meanwhile, and so that it falls due
-    /// again if this host never records a new date (it died). Rows another host is taking at
-    /// this moment are skipped, not waited for. `skipping` are servers whose accounts this host
-    /// cannot start now (their refresh slots are full): they are left for other hosts.
-    func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [UUID]
+    /// Takes up to `limit` of the accounts due by `now`, the earliest due first (they come back
+    /// in no particular order, each as stored at the take, its metadata seal checked), for this
+    /// host: each one's due date moves to the end of a lease from `now`, so that no other host
+    /// takes it meanwhile, and so that it falls due again if this host never records a new
+    /// date (it died). Rows another host is taking at this moment are skipped, not waited for.
+    /// `skipping` are servers whose accounts this host cannot start now (their refresh slots
+    /// are full): they are left for other hosts.
+    func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [AccountRecord]
     /// The earliest due date of any account, or nil when none is scheduled.
     func nextRefreshDue() async throws(StoreError) -> Date?
     /// Gives every account that may be refreshed but has no due date one (`now`): a date

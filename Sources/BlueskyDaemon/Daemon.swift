@@ -98,7 +98,7 @@ public struct Daemon: Sendable {
         let group = ServiceGroup(
             services: [
                 SchedulerService(scheduler: scheduler, accounts: accounts),
-            ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, store: store) + [
+            ] + sharedScheduleServices(sharedSchedule, dates: sharedDates, scheduler: scheduler, accounts: accounts) + [
                 StoreChangeService(accounts: accounts, inbox: storeChanges),
             ] + ([gateway, loopbackGateway].compactMap { $0 } + metricsServers).map(GatewayService.init) + clientServers + [
                 execSockets as any Service,
@@ -150,9 +150,9 @@ public struct Daemon: Sendable {
     /// The shared schedule's service, with a shared store; listed after the scheduler, so
     /// that it stops taking accounts first.
     private func sharedScheduleServices(_ schedule: (any SharedRefreshSchedule)?, dates: SharedDueWriter?,
-                                        scheduler: RefreshScheduler, store: any AccountStore) -> [any Service] {
+                                        scheduler: RefreshScheduler, accounts: AccountManager) -> [any Service] {
         guard let schedule, let dates else { return [] }
-        return [SharedScheduleService(schedule: schedule, dates: dates, scheduler: scheduler, logger: logger)]
+        return [SharedScheduleService(schedule: schedule, dates: dates, scheduler: scheduler, accounts: accounts, logger: logger)]
     }
 
     /// One start-up step; its failure becomes the one line blueskyd exits with.

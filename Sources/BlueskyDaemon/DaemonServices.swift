@@ -24,10 +24,13 @@ struct SharedScheduleService: Service {
     let schedule: any SharedRefreshSchedule
     let dates: SharedDueWriter
     let scheduler: RefreshScheduler
+    let accounts: AccountManager
     let logger: Logger
 
     func run() async throws {
-        let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: logger, now: { Date() })
+        let accounts = accounts
+        let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, adopt: { await accounts.adoptTaken($0) },
+                                        logger: logger, now: { Date() })
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await repairDueDates() }

@@ -7,6 +7,12 @@ extension PostgresAccountStore {
         try await records("looking up an account by id", where: "id = $2", Self.binds(settings.tenant, id)).first
     }
 
+    /// One query for them all (the ids bound as one array).
+    public func accounts(ids: [UUID]) async throws(StoreError) -> [AccountRecord] {
+        guard !ids.isEmpty else { return [] }
+        return try await records("looking up accounts by id", where: "id = ANY($2::uuid[])", Self.binds(settings.tenant, ids))
+    }
+
     public func account(did: String) async throws(StoreError) -> AccountRecord? {
         try await records("looking up an account by DID", where: "did = $2", Self.binds(settings.tenant, did)).first
     }

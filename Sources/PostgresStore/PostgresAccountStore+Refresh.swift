@@ -3,53 +3,105 @@ import Foundation
 import PostgresNIO
 
 extension PostgresAccountStore {
-    /// Takes the refresh lease in one transaction that locks the row, checks it and writes the
-    /// lease, by the database's clock: granted only while the tokens are still at `version` and
-    /// no other host's lease is running, nor its holder alive (it may hold rotated tokens it
-    /// has not saved yet), nor the database just back from being away from every host (until a
-    /// host's beat has moved the leases on). A row another host is locking at this moment (its
-    /// own claim, or its take from the schedule) is waited for, a few milliseconds, and then
-    /// read as that host left it.
+    /// Takes the refresh lease: granted only while the tokens are still at `version` and no
+    /// other host's lease is running, nor its holder alive (it may hold rotated tokens it has
+    /// not saved yet), nor the database just back from being away from every host (until a
+    /// host's beat has moved the leases on); all by the database's clock.
+    ///
+    /// Two round trips: the row is read, the verdict taken over it (`RefreshClaim.decide` and
+    /// the host checks below), and a grant written only while the row's lease and tokens are
+    /// still as read (a compare-and-set, committed alone). A row whose lease or tokens changed
+    /// in between (another host's claim or save; a take from the schedule changes neither)
+    /// goes the locked way: one transaction that locks the row, reads, decides and writes,
+    /// waiting a few milliseconds for whoever holds the row.
     ///
     /// Refused (as a failed write) while the tenant seals with a key this host does not hold
     /// (a rekey named it): a refresh whose rotated tokens could not be saved would spend the
     /// refresh token for nothing, and lose the session when the host stops.
     public func claimRefresh(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim {
-        let (tenant, me, lease, beat, outageGap) = (settings.tenant, leaseOwner, settings.leaseDuration, beat, outageGap)
-        return try await write("marking a refresh as started") { [self] session in
-            let locked = try await session.run("""
-                SELECT a.secrets_version, a.lease_owner, a.lease_expires_at, a.refresh_started_at,
-                    \(unescaped: Self.databaseNow), h.alive_until, c.last_beat, k.fingerprint, k.previous
-                FROM account a
-                LEFT JOIN blueskyd_host h ON h.tenant = a.tenant AND h.owner = a.lease_owner
-                LEFT JOIN blueskyd_clock c ON c.tenant = a.tenant
-                LEFT JOIN blueskyd_tenant_key k ON k.tenant = a.tenant
-                WHERE a.tenant = \(tenant) AND a.id = \(id) FOR UPDATE OF a
-                """).first
-            guard let locked else { throw StoreError.unknownAccount(id) }
-            let (current, owner, expires, interrupted, databaseNow, aliveUntil, lastBeat, named, previous)
-                = try locked.decode((Int64, String?, Double?, Double?, Double, Double?, Double?, String?, String?).self)
-            try requireSavable(named: named, previous: previous)
-            let clock = Date(storedSeconds: databaseNow)
-            if let verdict = RefreshClaim.decide(storedVersion: current, expected: version, owner: owner,
-                                                 leaseEnds: expires.map(Date.init(storedSeconds:)), me: me, now: clock) {
-                return verdict
-            }
-            if let owner, owner != me {
-                if let aliveUntil, aliveUntil > databaseNow {
-                    return .held(by: owner, until: Date(storedSeconds: aliveUntil))
-                }
-                if let lastBeat, databaseNow - lastBeat > outageGap {
-                    return .held(by: owner, until: clock.addingTimeInterval(beat))
-                }
-            }
+        let (tenant, me, lease) = (settings.tenant, leaseOwner, settings.leaseDuration)
+        let facts = try await read("marking a refresh as started") { [self] session in
+            try await claimFacts(session, id: id, locking: false)
+        }
+        let judged: ClaimVerdict
+        do {
+            judged = try verdict(facts, expecting: version)
+        } catch {
+            // A claim refused for the tenant's key is a refused write, as on the locked way.
+            if case .database(_, let reason) = error { health.recordFailure(reason) }
+            throw error
+        }
+        if case .decided(let verdict) = judged { return verdict }
+        if let hook = claimRaceHook.withLock({ $0 }) { await hook() }
+        let written = try await writeAlone("marking a refresh as started") { session in
             try await session.run("""
                 UPDATE account SET refresh_started_at = \(now.storedSeconds), lease_owner = \(me),
-                    lease_expires_at = \(databaseNow + lease), updated_at = \(now.storedSeconds)
+                    lease_expires_at = \(unescaped: Self.databaseNow) + \(lease), updated_at = \(now.storedSeconds)
+                WHERE tenant = \(tenant) AND id = \(id) AND secrets_version = \(facts.version)
+                    AND lease_owner IS NOT DISTINCT FROM \(facts.owner)
+                    AND lease_expires_at IS NOT DISTINCT FROM \(facts.leaseEnds)
+                    AND refresh_started_at IS NOT DISTINCT FROM \(facts.interrupted)
+                RETURNING 1
+                """).count == 1
+        }
+        guard written else { return try await claimRefreshLocked(id: id, expecting: version, at: now) }
+        return .granted(interruptedAt: facts.interrupted.map(Date.init(storedSeconds:)))
+    }
+
+    /// The claim in one transaction that locks the row, reads it, decides and writes: the way a
+    /// claim goes when the row changed between its read and its write.
+    package func claimRefreshLocked(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim {
+        let (tenant, me, lease) = (settings.tenant, leaseOwner, settings.leaseDuration)
+        return try await write("marking a refresh as started") { [self] session in
+            let facts = try await claimFacts(session, id: id, locking: true)
+            if case .decided(let verdict) = try verdict(facts, expecting: version) { return verdict }
+            try await session.run("""
+                UPDATE account SET refresh_started_at = \(now.storedSeconds), lease_owner = \(me),
+                    lease_expires_at = \(facts.databaseNow + lease), updated_at = \(now.storedSeconds)
                 WHERE tenant = \(tenant) AND id = \(id)
                 """)
-            return .granted(interruptedAt: interrupted.map(Date.init(storedSeconds:)))
+            return .granted(interruptedAt: facts.interrupted.map(Date.init(storedSeconds:)))
         }
+    }
+
+    /// What a claim is decided over: the account's tokens and lease, the lease holder's
+    /// liveness, the tenant's last beat and its writing key.
+    private func claimFacts(_ session: PostgresSession, id: UUID, locking: Bool) async throws -> ClaimFacts {
+        let tenant = settings.tenant
+        let rows = try await session.run("""
+            SELECT a.secrets_version, a.lease_owner, a.lease_expires_at, a.refresh_started_at,
+                \(unescaped: Self.databaseNow), h.alive_until, c.last_beat, k.fingerprint, k.previous
+            FROM account a
+            LEFT JOIN blueskyd_host h ON h.tenant = a.tenant AND h.owner = a.lease_owner
+            LEFT JOIN blueskyd_clock c ON c.tenant = a.tenant
+            LEFT JOIN blueskyd_tenant_key k ON k.tenant = a.tenant
+            WHERE a.tenant = \(tenant) AND a.id = \(id) \(unescaped: locking ? "FOR UPDATE OF a" : "")
+            """)
+        guard let row = rows.first else { throw StoreError.unknownAccount(id) }
+        let (version, owner, leaseEnds, interrupted, databaseNow, aliveUntil, lastBeat, named, previous)
+            = try row.decode((Int64, String?, Double?, Double?, Double, Double?, Double?, String?, String?).self)
+        return ClaimFacts(version: version, owner: owner, leaseEnds: leaseEnds, interrupted: interrupted,
+                          databaseNow: databaseNow, aliveUntil: aliveUntil, lastBeat: lastBeat,
+                          writingKey: named, previousKey: previous)
+    }
+
+    /// The claim's verdict over `facts`: one to give now, or a grant to write.
+    private func verdict(_ facts: ClaimFacts, expecting version: Int64) throws(StoreError) -> ClaimVerdict {
+        try requireSavable(named: facts.writingKey, previous: facts.previousKey)
+        let clock = Date(storedSeconds: facts.databaseNow)
+        if let verdict = RefreshClaim.decide(storedVersion: facts.version, expected: version, owner: facts.owner,
+                                             leaseEnds: facts.leaseEnds.map(Date.init(storedSeconds:)), me: leaseOwner, now: clock) {
+            return .decided(verdict)
+        }
+        if let owner = facts.owner, owner != leaseOwner {
+            if let aliveUntil = facts.aliveUntil, aliveUntil > facts.databaseNow {
+                return .decided(.held(by: owner, until: Date(storedSeconds: aliveUntil)))
+            }
+            if let lastBeat = facts.lastBeat, facts.databaseNow - lastBeat > outageGap {
+                return .decided(.held(by: owner, until: clock.addingTimeInterval(beat)))
+            }
+        }
+        return .grant
     }
 
     /// Stores rotated tokens over the version they were refreshed from, clears the lease and the
@@ -60,16 +112,8 @@ extension PostgresAccountStore {
                                      replacing version: Int64) async throws(StoreError) -> Int64 {
         let sealed = try seal(secrets, account: id)
         let tenant = settings.tenant
-        return try await write("saving a refreshed session") { [self] session in
-            // A rename changes a sealed column: sealed anew from the locked row, over a seal that held.
-            var renamed: Sealed?
-            if let handle {
-                guard let newSeal = try await renamedSeal(session, id: id, handle: handle, version: version) else {
-                    throw try await missedVersion(session, id: id)
-                }
-                renamed = newSeal
-            }
-            let query = notifying("""
+        let update: @Sendable (Sealed?) -> PostgresQuery = { renamed in
+            self.notifying("""
             UPDATE account SET
                 sealed_secrets = \(sealed.bytes), sealed_by = \(sealed.by), secrets_version = secrets_version + 1,
                 access_expires_at = \(accessExpiresAt?.storedSeconds), refresh_expires_at = \(refreshExpiresAt?.storedSeconds),
@@ -81,7 +125,21 @@ extension PostgresAccountStore {
                 metadata_sealed_by = COALESCE(\(renamed?.by), metadata_sealed_by)
             WHERE tenant = \(tenant) AND id = \(id) AND secrets_version = \(version)
             """, ids: [id], returning: "secrets_version, id")
-            guard let row = try await session.run(query).first else { throw try await missedVersion(session, id: id) }
+        }
+        guard let handle else {
+            // One statement, committed alone: one round trip.
+            let saved = try await writeAlone("saving a refreshed session") { session in
+                try await session.run(update(nil)).first.map { try $0.decode((Int64, UUID).self).0 }
+            }
+            if let saved { return saved }
+            throw try await read("saving a refreshed session") { [self] session in try await missedVersion(session, id: id) }
+        }
+        return try await write("saving a refreshed session") { [self] session in
+            // A rename changes a sealed column: sealed anew from the locked row, over a seal that held.
+            guard let renamed = try await renamedSeal(session, id: id, handle: handle, version: version) else {
+                throw try await missedVersion(session, id: id)
+            }
+            guard let row = try await session.run(update(renamed)).first else { throw try await missedVersion(session, id: id) }
             return try row.decode((Int64, UUID).self).0
         }
     }
@@ -118,4 +176,23 @@ extension PostgresAccountStore {
         let exists = try await session.run("SELECT 1 FROM account WHERE tenant = \(settings.tenant) AND id = \(id)")
         return StoreError.fencedWriteMissed(id, accountExists: !exists.isEmpty)
     }
+}
+
+/// The row and the facts around it that a claim is decided over.
+struct ClaimFacts: Sendable {
+    var version: Int64
+    var owner: String?
+    var leaseEnds: Double?
+    var interrupted: Double?
+    var databaseNow: Double
+    var aliveUntil: Double?
+    var lastBeat: Double?
+    var writingKey: String?
+    var previousKey: String?
+}
+
+/// A claim's verdict before it is written: given now, or a grant to write.
+enum ClaimVerdict: Sendable {
+    case decided(RefreshClaim)
+    case grant
 }

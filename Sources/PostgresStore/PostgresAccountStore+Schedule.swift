@@ -32,19 +32,21 @@ extension PostgresAccountStore: SharedRefreshSchedule {
         }
     }
 
-    public func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [UUID] {
+    /// One statement, committed alone, which hands back the rows as taken: the host needs no
+    /// read of each before its claim.
+    public func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [AccountRecord] {
         guard limit > 0 else { return [] }
         let (tenant, until, skipped) = (settings.tenant, now.addingTimeInterval(settings.leaseDuration).storedSeconds,
                                         Array(servers))
-        return try await write("taking due accounts from the shared schedule") { session in
+        return try await writeAlone("taking due accounts from the shared schedule") { [self] session in
             try await session.run("""
                 UPDATE account SET refresh_due_at = \(until)
                 WHERE tenant = \(tenant) AND id IN (
                     SELECT id FROM account WHERE tenant = \(tenant) AND refresh_due_at <= \(now.storedSeconds)
                         AND NOT (refresh_server = ANY(\(skipped)::text[]))
                     ORDER BY refresh_due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                RETURNING id
-                """).map { try $0.decode(UUID.self) }
+                RETURNING \(unescaped: Self.recordColumns)
+                """).map(verified)
         }
     }
 

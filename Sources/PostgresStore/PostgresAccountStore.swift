@@ -45,6 +45,9 @@ public final class PostgresAccountStore: AccountStore {
     private let listener: PostgresChangeListener
     /// Whether this host's clock drifted from the database's while running (said once per episode).
     let clockWatch = ClockWatch()
+    /// Tests only: runs between a claim's read and its write, so that a test can change the
+    /// row in between.
+    package let claimRaceHook = Mutex<(@Sendable () async -> Void)?>(nil)
 
     /// Connects, brings the schema up to date (one host at a time) and checks this host's clock.
     /// - Parameter hostName: this host's name in leases and logs; a random suffix makes the
@@ -143,6 +146,19 @@ public final class PostgresAccountStore: AccountStore {
             throw StoreError.database(context: context, reason: fault)
         }
         return try await observe(context, isWrite: true) { try await self.database.transaction(deadline: deadline, body) }
+    }
+
+    /// Runs `body`'s statements outside a transaction, each committed on its own: a write of
+    /// one statement then costs one round trip, not three (BEGIN, the statement, COMMIT). As
+    /// with `write`, a lost connection starts or continues an outage in `health`.
+    @discardableResult
+    func writeAlone<T: Sendable>(_ context: String, _ body: @escaping @Sendable (PostgresSession) async throws -> T)
+        async throws(StoreError) -> T {
+        if let fault = health.injectedFault {
+            health.recordFailure(fault)
+            throw StoreError.database(context: context, reason: fault)
+        }
+        return try await observe(context, isWrite: true) { try await self.database.withConnection(body) }
     }
 
     /// Runs one or more statements outside a transaction. A read that cannot reach the

@@ -37,7 +37,7 @@ struct SharedScheduleTakerTests {
             state.withLock { state in for id in ids { state.due[id] = date } }
         }
 
-        func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) throws(StoreError) -> [UUID] {
+        func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) throws(StoreError) -> [AccountRecord] {
             try state.withLock { state throws(StoreError) in
                 if state.failTakes > 0 {
                     state.failTakes -= 1
@@ -46,7 +46,7 @@ struct SharedScheduleTakerTests {
                 }
                 let taken = state.due.filter { $0.value <= now }.sorted { $0.value < $1.value }.prefix(limit).map(\.key)
                 for id in taken { state.due[id] = now.addingTimeInterval(lease) }
-                return taken
+                return taken.map { AccountRecord(id: $0, did: "did:plc:\($0.uuidString.prefix(8).lowercased())", pds: "https://pds.test", authKind: .appPassword) }
             }
         }
 
@@ -77,7 +77,7 @@ struct SharedScheduleTakerTests {
             self.scheduler = scheduler
             for id in accounts { await scheduler.know(id, server: "https://pds.test") }
             let refreshed = self.refreshed
-            let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, logger: Logger(label: "test"),
+            let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, adopt: { _ in }, logger: Logger(label: "test"),
                                             now: { Date() }, longestSleep: 0.2, pauseWhenFull: 0.01)
             tasks = [
                 Task {

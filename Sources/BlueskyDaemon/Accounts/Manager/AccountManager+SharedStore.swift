@@ -25,6 +25,38 @@ extension AccountManager {
         }
     }
 
+    /// Takes over many changes at once (what piled up while the last were read): their
+    /// accounts are read `changeReadBatch` to a query, so that a burst of another host's
+    /// refreshes costs this host a few reads, not one per account. Returns the changes whose
+    /// accounts could not be read, to be tried again.
+    func applyStoreChanges(_ changes: [StoreChange]) async -> [StoreChange] {
+        var ids: [UUID] = []
+        var failed: [StoreChange] = []
+        for change in changes {
+            switch change {
+            case .account(let id): ids.append(id)
+            case .everything: if !(await resynchronise()) { failed.append(change) }
+            }
+        }
+        for start in stride(from: 0, to: ids.count, by: Self.changeReadBatch) {
+            let batch = Array(ids[start..<min(start + Self.changeReadBatch, ids.count)])
+            let stored: [AccountRecord]
+            do {
+                stored = try await store.accounts(ids: batch)
+            } catch {
+                logger.debug("cannot read accounts other hosts changed", metadata: ["accounts": "\(batch.count)", "error": "\(error)"])
+                failed += batch.map { .account($0) }
+                continue
+            }
+            let found = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            for id in batch { await apply(found[id], id: id) }
+        }
+        return failed
+    }
+
+    /// Accounts read per query when other hosts changed many.
+    static let changeReadBatch = 500
+
     private func apply(_ stored: AccountRecord?, id: UUID) async {
         let session = try? registry.session(id.uuidString)
         switch (session, stored) {
@@ -75,7 +107,8 @@ extension AccountManager {
     }
 }
 
-/// Hands the other hosts' changes, as the store hears them, to the accounts one at a time.
+/// Hands the other hosts' changes, as the store hears them, to the accounts: what piled up
+/// since the last wake-up, read together.
 /// A change whose account cannot be read (the store failed while the listening connection
 /// stayed up) is read again with backoff, while newer changes keep coming.
 struct StoreChangeService: Service {
@@ -89,7 +122,7 @@ struct StoreChangeService: Service {
             await withDiscardingTaskGroup { group in
                 group.addTask { await retries.run(backoff: retryBackoff) { await accounts.applyStoreChange($0) } }
                 for await _ in inbox.wakes {
-                    for change in inbox.takeAll() where !(await accounts.applyStoreChange(change)) {
+                    for change in await accounts.applyStoreChanges(inbox.takeAll()) {
                         await retries.add(change)
                     }
                 }

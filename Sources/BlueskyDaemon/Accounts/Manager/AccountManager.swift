@@ -35,6 +35,16 @@ final class AccountManager: Sendable {
         if await session.record.state == .active { await recheckIdentityIfDue(of: session) }
     }
 
+    /// Hands accounts taken from the shared schedule, as the take read them, to their
+    /// sessions: their upkeep starts from the stored row without reading it again. An account
+    /// this host does not know is left (it falls due again after the lease).
+    func adoptTaken(_ records: [AccountRecord]) async {
+        for record in records {
+            guard let session = try? registry.session(record.id.uuidString) else { continue }
+            await session.adoptStored(record)
+        }
+    }
+
     /// Logs in with an app password and registers the account; the outcome is published.
     func addAppPasswordAccount(identifier: String, password: String, authFactorToken: String?,
                                makeDefault: Bool) async throws(DaemonError) -> AccountRecord {

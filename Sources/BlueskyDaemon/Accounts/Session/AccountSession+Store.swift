@@ -35,14 +35,6 @@ extension AccountSession {
         }
     }
 
-    /// Takes the account as the store holds it now. False when it cannot be read.
-    @discardableResult
-    func readStored() async -> Bool {
-        guard let stored = try? await environment.store.account(id: id) else { return false }
-        adoptStored(stored)
-        return true
-    }
-
     /// The claim found newer tokens than this host's: another host refreshed (or a login
     /// replaced them). Reads them and the record, and hands them to the waiting callers.
     func adoptRefreshDoneElsewhere() async throws(DaemonError) -> AccountSecrets {

@@ -9,16 +9,14 @@ extension AccountSession {
         /// Its date in this host's own schedule came.
         case due
         /// Taken from a schedule several hosts share, whose date may be older than the
-        /// account's tokens (another host refreshed since): read as stored first.
+        /// account's tokens (another host refreshed since): the take handed the row as stored
+        /// to the session (`AccountManager.adoptTaken`), and the claim checks the tokens'
+        /// version again.
         case taken
     }
 
     func upkeep(_ call: UpkeepCall) async {
         apply(.upkeepBegan)
-        if call == .taken {
-            // Unreadable: the claim, which needs the store too, says what is wrong.
-            await readStored()
-        }
         // Rotated tokens to save first; then a refresh, if one is due.
         if state.record.state != .needsLogin {
             if state.unsavedSecrets != nil {

@@ -1,0 +1,100 @@
+import AccountStoreCore
+import BlueskyTesting
+import Foundation
+import PostgresStore
+import Synchronization
+import Testing
+
+/// A claim reads the row, decides, and writes the lease only while the row is still as read.
+/// These change the row between the read and the write (`claimRaceHook`), where a claim that
+/// wrote over what it read would hand out a second lease or miss a rotation.
+@Suite("A claim whose row changes between its read and its write")
+struct SharedClaimRaceTests {
+    private func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore, _ account: AccountRecord)
+        async throws -> Void) async throws {
+        try await SharedTestDatabase.withTwoHosts(leaseDuration: 60) { a, b in
+            let account = Fixtures.record()
+            try await a.insert(account, secrets: Fixtures.secrets())
+            try await body(a, b, account)
+        }
+    }
+
+    /// Runs `change` once, at host `store`'s next claim, between its read and its write.
+    private func once(_ store: PostgresAccountStore, _ change: @escaping @Sendable () async throws -> Void) {
+        let fired = Mutex(false)
+        store.claimRaceHook.withLock { hook in
+            hook = {
+                guard fired.withLock({ done in defer { done = true }; return !done }) else { return }
+                try? await change()
+            }
+        }
+    }
+
+    @Test("another host's claim in between: this one is told the lease is held, and only one host holds it")
+    func otherHostClaimsInBetween() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            let bClaim = Mutex<RefreshClaim?>(nil)
+            once(a) {
+                let claim = try await b.claimRefresh(id: record.id, expecting: 1, at: now)
+                bClaim.withLock { $0 = claim }
+            }
+            let aClaim = try await a.claimRefresh(id: record.id, expecting: 1, at: now)
+            #expect(bClaim.withLock { $0 } == .granted(interruptedAt: nil))
+            guard case .held(let holder, _) = aClaim else { Issue.record("expected held, got \(aClaim)"); return }
+            #expect(holder == b.leaseOwner)
+            #expect(try await a.refreshLease(id: record.id)?.owner == b.leaseOwner)
+        }
+    }
+
+    @Test("another host's refresh saved in between: this one is told its tokens are superseded, and the new ones stay")
+    func otherHostSavesInBetween() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            let rotated = Fixtures.secrets()
+            once(a) {
+                _ = try await b.claimRefresh(id: record.id, expecting: 1, at: now)
+                _ = try await b.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil,
+                                                     refreshExpiresAt: nil, at: now, replacing: 1)
+            }
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .superseded(version: 2))
+            #expect(try await a.refreshLease(id: record.id) == nil, "no lease left behind over the new tokens")
+            #expect(try await a.secrets(for: record.id) == rotated)
+        }
+    }
+
+    @Test("a change that leaves the lease and tokens as read (the schedule's take) does not stop the grant")
+    func unrelatedChangeInBetween() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            try await b.setRefreshDue([ScheduledDate(id: record.id, due: now, version: 1)])
+            once(a) { _ = try await b.takeDueRefreshes(limit: 10, at: now.addingTimeInterval(1), skipping: []) }
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            #expect(try await a.refreshLease(id: record.id)?.owner == a.leaseOwner)
+        }
+    }
+
+    @Test("the locked way gives the same verdicts as the read-then-write way")
+    func lockedWayAgrees() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            #expect(try await a.claimRefreshLocked(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            guard case .held(let holder, _) = try await b.claimRefreshLocked(id: record.id, expecting: 1, at: now) else {
+                Issue.record("expected held"); return
+            }
+            #expect(holder == a.leaseOwner)
+            #expect(try await a.claimRefreshLocked(id: record.id, expecting: 0, at: now) == .superseded(version: 1))
+        }
+    }
+
+    @Test("accounts read by ids in one query: those that exist, in any order, the missing left out")
+    func accountsByIDs() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let second = Fixtures.record()
+            try await b.insert(second, secrets: Fixtures.secrets())
+            let found = try await a.accounts(ids: [second.id, UUID(), record.id])
+            #expect(Set(found.map(\.id)) == [record.id, second.id])
+            #expect(try await a.accounts(ids: []).isEmpty)
+        }
+    }
+}
