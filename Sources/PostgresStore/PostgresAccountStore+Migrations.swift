@@ -200,6 +200,16 @@ extension PostgresAccountStore {
                 FOR EACH ROW EXECUTE FUNCTION blueskyd_check_sealing_key()
             """,
         ], backfill: backfillTenantKeyRights),
+        // The sealing-key check fires only for writes that set a sealed column: its verdict
+        // over any other write was "allowed" already (the values it checks are unchanged), and
+        // a refresh's claim, schedule take and due date paid a lookup of the tenant's key each.
+        Migration("v10-sealing-key-check-columns", statements: [
+            "DROP TRIGGER blueskyd_sealing_key ON account",
+            """
+            CREATE TRIGGER blueskyd_sealing_key BEFORE INSERT OR UPDATE OF sealed_secrets, sealed_by, metadata_seal,
+                metadata_sealed_by ON account FOR EACH ROW EXECUTE FUNCTION blueskyd_check_sealing_key()
+            """,
+        ]),
     ]
 
     /// One migration: statements, then (optionally) work in Swift over the rows, in the same
