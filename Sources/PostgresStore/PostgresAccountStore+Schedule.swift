@@ -5,9 +5,10 @@ import PostgresNIO
 /// The shared refresh schedule: a due date per account (`refresh_due_at`, indexed per tenant),
 /// taken with `FOR UPDATE SKIP LOCKED`.
 extension PostgresAccountStore: SharedRefreshSchedule {
-    /// Writes the dates in batches, one statement each (`unnest` of three arrays), each only over
-    /// the tokens' version it was decided for. The rows are locked in id order first: two hosts
-    /// writing overlapping batches then wait for each other instead of deadlocking.
+    /// Writes the dates in batches, one statement each (`unnest` of three arrays) committed
+    /// alone, each only over the tokens' version it was decided for. The rows are locked in id
+    /// order first: two hosts writing overlapping batches then wait for each other instead of
+    /// deadlocking.
     public func setRefreshDue(_ dates: [ScheduledDate]) async throws(StoreError) {
         guard !dates.isEmpty else { return }
         let tenant = settings.tenant
@@ -17,7 +18,7 @@ extension PostgresAccountStore: SharedRefreshSchedule {
             // postgres-nio binds no array of optionals: NaN stands for "never" (PostgreSQL holds NaN equal to itself).
             let due = batch.map { $0.due?.storedSeconds ?? .nan }
             let versions = batch.map(\.version)
-            try await write("recording when accounts are next due") { session in
+            try await writeAlone("recording when accounts are next due") { session in
                 try await session.run("""
                     WITH locked AS (
                         SELECT id FROM account WHERE tenant = \(tenant) AND id = ANY(\(ids)::uuid[])
