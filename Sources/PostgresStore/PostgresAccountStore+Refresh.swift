@@ -44,7 +44,10 @@ extension PostgresAccountStore {
                 RETURNING 1
                 """).count == 1
         }
-        guard written else { return try await claimRefreshLocked(id: id, expecting: version, at: now) }
+        guard written else {
+            lockedClaims.add(1, ordering: .relaxed)
+            return try await claimRefreshLocked(id: id, expecting: version, at: now)
+        }
         return .granted(interruptedAt: facts.interrupted.map(Date.init(storedSeconds:)))
     }
 

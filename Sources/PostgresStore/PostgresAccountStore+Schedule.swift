@@ -34,12 +34,15 @@ extension PostgresAccountStore: SharedRefreshSchedule {
     }
 
     /// One statement, committed alone, which hands back the rows as taken: the host needs no
-    /// read of each before its claim.
+    /// read of each before its claim. The take is committed before its rows are read, so a row
+    /// this host cannot read (sealed under a key it lacks, during a rekey) is left out and
+    /// logged, not made the whole batch's failure: it falls due again after the lease, as an
+    /// account this host took and could not refresh always did.
     public func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [AccountRecord] {
         guard limit > 0 else { return [] }
         let (tenant, until, skipped) = (settings.tenant, now.addingTimeInterval(settings.leaseDuration).storedSeconds,
                                         Array(servers))
-        return try await writeAlone("taking due accounts from the shared schedule") { [self] session in
+        let rows = try await writeAlone("taking due accounts from the shared schedule") { session in
             try await session.run("""
                 UPDATE account SET refresh_due_at = \(until)
                 WHERE tenant = \(tenant) AND id IN (
@@ -47,8 +50,19 @@ extension PostgresAccountStore: SharedRefreshSchedule {
                         AND NOT (refresh_server = ANY(\(skipped)::text[]))
                     ORDER BY refresh_due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
                 RETURNING \(unescaped: Self.recordColumns)
-                """).map(verified)
+                """)
         }
+        var taken: [AccountRecord] = []
+        taken.reserveCapacity(rows.count)
+        for row in rows {
+            do {
+                taken.append(try verified(row))
+            } catch {
+                logger.warning("took an account from the shared schedule whose row cannot be read here; it falls due again after the lease",
+                               metadata: ["error": "\(error)"])
+            }
+        }
+        return taken
     }
 
     public func nextRefreshDue() async throws(StoreError) -> Date? {

@@ -48,6 +48,9 @@ public final class PostgresAccountStore: AccountStore {
     /// Tests only: runs between a claim's read and its write, so that a test can change the
     /// row in between.
     package let claimRaceHook = Mutex<(@Sendable () async -> Void)?>(nil)
+    /// Claims whose compare-and-set found the row changed and went the locked way: a test's
+    /// proof of which way a claim went.
+    package let lockedClaims = Atomic<Int>(0)
 
     /// Connects, brings the schema up to date (one host at a time) and checks this host's clock.
     /// - Parameter hostName: this host's name in leases and logs; a random suffix makes the

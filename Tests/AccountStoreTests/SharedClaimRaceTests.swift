@@ -19,16 +19,20 @@ struct SharedClaimRaceTests {
         }
     }
 
-    /// Runs `change` once, at host `store`'s next claim, between its read and its write.
+    /// Runs `change` once, at host `store`'s next claim, between its read and its write; a
+    /// change that fails fails the test.
     private func once(_ store: PostgresAccountStore, _ change: @escaping @Sendable () async throws -> Void) {
         let fired = Mutex(false)
         store.claimRaceHook.withLock { hook in
             hook = {
                 guard fired.withLock({ done in defer { done = true }; return !done }) else { return }
-                try? await change()
+                do { try await change() } catch { Issue.record("the change between the read and the write failed: \(error)") }
             }
         }
     }
+
+    /// Claims of `store` that went the locked way.
+    private func locked(_ store: PostgresAccountStore) -> Int { store.lockedClaims.load(ordering: .relaxed) }
 
     @Test("another host's claim in between: this one is told the lease is held, and only one host holds it")
     func otherHostClaimsInBetween() async throws {
@@ -40,6 +44,7 @@ struct SharedClaimRaceTests {
                 bClaim.withLock { $0 = claim }
             }
             let aClaim = try await a.claimRefresh(id: record.id, expecting: 1, at: now)
+            #expect(locked(a) == 1, "the compare-and-set saw the change and the claim went the locked way")
             #expect(bClaim.withLock { $0 } == .granted(interruptedAt: nil))
             guard case .held(let holder, _) = aClaim else { Issue.record("expected held, got \(aClaim)"); return }
             #expect(holder == b.leaseOwner)
@@ -58,6 +63,7 @@ struct SharedClaimRaceTests {
                                                      refreshExpiresAt: nil, at: now, replacing: 1)
             }
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .superseded(version: 2))
+            #expect(locked(a) == 1)
             #expect(try await a.refreshLease(id: record.id) == nil, "no lease left behind over the new tokens")
             #expect(try await a.secrets(for: record.id) == rotated)
         }
@@ -68,9 +74,26 @@ struct SharedClaimRaceTests {
         try await withTwoHosts { (a, b, record) async throws in
             let now = Date()
             try await b.setRefreshDue([ScheduledDate(id: record.id, due: now, version: 1)])
-            once(a) { _ = try await b.takeDueRefreshes(limit: 10, at: now.addingTimeInterval(1), skipping: []) }
+            let taken = Mutex(0)
+            once(a) {
+                let count = try await b.takeDueRefreshes(limit: 10, at: now.addingTimeInterval(1), skipping: []).count
+                taken.withLock { $0 = count }
+            }
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            #expect(taken.withLock { $0 } == 1, "the take in between took the account")
+            #expect(locked(a) == 0, "granted by the compare-and-set itself")
             #expect(try await a.refreshLease(id: record.id)?.owner == a.leaseOwner)
+        }
+    }
+
+    @Test("a lease, its end and its mark all set (this host's own, claimed again): the compare-and-set matches them and grants")
+    func valuesNotNull() async throws {
+        try await withTwoHosts { (a, _, record) async throws in
+            let first = Date()
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first) == .granted(interruptedAt: nil))
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first.addingTimeInterval(1))
+                        == .granted(interruptedAt: first), "the first claim's mark is handed back")
+            #expect(locked(a) == 0)
         }
     }
 

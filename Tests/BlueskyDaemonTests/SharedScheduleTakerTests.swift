@@ -67,6 +67,8 @@ struct SharedScheduleTakerTests {
         let scheduler: RefreshScheduler
         let dates = SharedDueWriter()
         let refreshed = Refreshed()
+        /// The accounts the taker handed to their sessions before running them.
+        let adopted = Refreshed()
         let tasks: [Task<Void, Never>]
 
         /// Starts the host once it knows the accounts (as the daemon loads them before it
@@ -76,13 +78,17 @@ struct SharedScheduleTakerTests {
             let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 4, perServer: 4), now: { Date() }, shared: dates)
             self.scheduler = scheduler
             for id in accounts { await scheduler.know(id, server: "https://pds.test") }
-            let refreshed = self.refreshed
-            let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler, adopt: { _ in }, logger: Logger(label: "test"),
+            let (refreshed, adopted) = (self.refreshed, self.adopted)
+            let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler,
+                                            adopt: { records in for record in records { adopted.append(record.id) } },
+                                            logger: Logger(label: "test"),
                                             now: { Date() }, longestSleep: 0.2, pauseWhenFull: 0.01)
             tasks = [
                 Task {
                     await scheduler.run { id, call in
                         try? await Task.sleep(for: .milliseconds(5))
+                        // A taken account reaches its upkeep with the row the take read.
+                        if call == .taken, !adopted.all.contains(id) { Issue.record("\(id) ran before its session had the taken row") }
                         refreshed.append(id)
                         // What a session's upkeep tells when it ends: its next date, its own decision.
                         scheduler.note(id, AccountLifecycle.Due(date: next, isLocal: false, decidedHere: true, version: 1),

@@ -49,7 +49,19 @@ extension AccountManager {
                 continue
             }
             let found = Dictionary(stored.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-            for id in batch { await apply(found[id], id: id) }
+            for id in batch {
+                if found[id] != nil, !registry.contains(id) {
+                    // New to this host, or removed here since the batch was read: read again,
+                    // so that an account removed here stays removed (as `resynchronise` does).
+                    do {
+                        await apply(try await store.account(id: id), id: id)
+                    } catch {
+                        failed.append(.account(id))
+                    }
+                    continue
+                }
+                await apply(found[id], id: id)
+            }
         }
         return failed
     }
