@@ -9,20 +9,7 @@ extension AccountManager {
     /// schedule); an account removed there is forgotten here, one added there appears here.
     /// False when the store could not be read: the change is to be tried again.
     func applyStoreChange(_ change: StoreChange) async -> Bool {
-        switch change {
-        case .account(let id):
-            let stored: AccountRecord?
-            do {
-                stored = try await store.account(id: id)
-            } catch {
-                logger.debug("cannot read an account another host changed", metadata: ["error": "\(error)"])
-                return false
-            }
-            await apply(stored, id: id)
-            return true
-        case .everything:
-            return await resynchronise()
-        }
+        await applyStoreChanges([change]).isEmpty
     }
 
     /// Takes over many changes at once (what piled up while the last were read): their
