@@ -8,17 +8,50 @@ extension PostgresAccountStore {
     /// not saved yet), nor the database just back from being away from every host (until a
     /// host's beat has moved the leases on); all by the database's clock.
     ///
-    /// Two round trips: the row is read, the verdict taken over it (`RefreshClaim.decide` and
-    /// the host checks below), and a grant written only while the row's lease and tokens are
-    /// still as read (a compare-and-set, committed alone). A row whose lease or tokens changed
-    /// in between (another host's claim or save; a take from the schedule changes neither)
-    /// goes the locked way: one transaction that locks the row, reads, decides and writes,
-    /// waiting a few milliseconds for whoever holds the row.
+    /// One round trip in a storm: a lease nobody holds, or this host's own, over tokens still
+    /// at `version`, while the tenant names no writing key or this host's, is granted by one
+    /// statement that checks all of it on the locked row (`claimRefreshAlone`). Every other
+    /// verdict needs the lease holder's liveness and the tenant's beat: the statement changes
+    /// nothing, and the claim is decided by reading the row (`claimRefreshByRead`).
     ///
     /// Refused (as a failed write) while the tenant seals with a key this host does not hold
     /// (a rekey named it): a refresh whose rotated tokens could not be saved would spend the
     /// refresh token for nothing, and lose the session when the host stops.
     public func claimRefresh(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim {
+        if let granted = try await claimRefreshAlone(id: id, expecting: version, at: now) { return granted }
+        return try await claimRefreshByRead(id: id, expecting: version, at: now)
+    }
+
+    /// The grant in one statement, committed alone, or nil (nothing written) when the row is
+    /// not plainly claimable: another host's lease on it, newer tokens, a tenant key other than
+    /// the one this host seals with (the read decides those, and takes up a key it holds).
+    /// The row is locked by the statement's own subquery, which also hands back the mark of an
+    /// interrupted refresh as it was before this grant.
+    package func claimRefreshAlone(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim? {
+        let (tenant, me, lease, writing) = (settings.tenant, leaseOwner, settings.leaseDuration, sealer.writingFingerprint)
+        let rows = try await writeAlone("marking a refresh as started") { session in
+            try await session.run("""
+                UPDATE account a SET refresh_started_at = \(now.storedSeconds), lease_owner = \(me),
+                    lease_expires_at = \(unescaped: Self.databaseNow) + \(lease), updated_at = \(now.storedSeconds)
+                FROM (SELECT id, refresh_started_at FROM account WHERE tenant = \(tenant) AND id = \(id) FOR UPDATE) before
+                WHERE a.tenant = \(tenant) AND a.id = before.id AND a.secrets_version = \(version)
+                    AND (a.lease_owner IS NULL OR a.lease_owner = \(me))
+                    AND NOT EXISTS (SELECT 1 FROM blueskyd_tenant_key k WHERE k.tenant = \(tenant) AND k.fingerprint <> \(writing))
+                RETURNING before.refresh_started_at
+                """).first.map { try $0.decode(Double?.self) }
+        }
+        guard let row = rows else { return nil }
+        aloneClaims.add(1, ordering: .relaxed)
+        return .granted(interruptedAt: row.map(Date.init(storedSeconds:)))
+    }
+
+    /// The claim decided over a read of the row: two round trips. The row is read, the verdict
+    /// taken over it (`RefreshClaim.decide` and the host checks below), and a grant written
+    /// only while the row's lease and tokens are still as read (a compare-and-set, committed
+    /// alone). A row whose lease or tokens changed in between (another host's claim or save; a
+    /// take from the schedule changes neither) goes the locked way: one transaction that locks
+    /// the row, reads, decides and writes, waiting a few milliseconds for whoever holds the row.
+    package func claimRefreshByRead(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim {
         let (tenant, me, lease) = (settings.tenant, leaseOwner, settings.leaseDuration)
         let facts = try await read("marking a refresh as started") { [self] session in
             try await claimFacts(session, id: id, locking: false)

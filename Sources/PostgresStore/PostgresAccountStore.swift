@@ -51,6 +51,8 @@ public final class PostgresAccountStore: AccountStore {
     /// Claims whose compare-and-set found the row changed and went the locked way: a test's
     /// proof of which way a claim went.
     package let lockedClaims = Atomic<Int>(0)
+    /// Claims granted by the one statement (`claimRefreshAlone`), the rest decided by a read.
+    package let aloneClaims = Atomic<Int>(0)
 
     /// Connects, brings the schema up to date (one host at a time) and checks this host's clock.
     /// - Parameter hostName: this host's name in leases and logs; a random suffix makes the

@@ -5,10 +5,12 @@ import PostgresStore
 import Synchronization
 import Testing
 
-/// A claim reads the row, decides, and writes the lease only while the row is still as read.
-/// These change the row between the read and the write (`claimRaceHook`), where a claim that
-/// wrote over what it read would hand out a second lease or miss a rotation.
-@Suite("A claim whose row changes between its read and its write")
+/// A claim of a lease nobody holds is one statement (`claimRefreshAlone`); any other is decided
+/// over a read of the row, and the lease written only while the row is still as read
+/// (`claimRefreshByRead`). These change the row between that read and its write
+/// (`claimRaceHook`), where a claim that wrote over what it read would hand out a second lease
+/// or miss a rotation, and check that the one statement grants only what the read would.
+@Suite("A claim in one statement, and a claim whose row changes between its read and its write")
 struct SharedClaimRaceTests {
     private func withTwoHosts(_ body: (_ a: PostgresAccountStore, _ b: PostgresAccountStore, _ account: AccountRecord)
         async throws -> Void) async throws {
@@ -43,7 +45,7 @@ struct SharedClaimRaceTests {
                 let claim = try await b.claimRefresh(id: record.id, expecting: 1, at: now)
                 bClaim.withLock { $0 = claim }
             }
-            let aClaim = try await a.claimRefresh(id: record.id, expecting: 1, at: now)
+            let aClaim = try await a.claimRefreshByRead(id: record.id, expecting: 1, at: now)
             #expect(locked(a) == 1, "the compare-and-set saw the change and the claim went the locked way")
             #expect(bClaim.withLock { $0 } == .granted(interruptedAt: nil))
             guard case .held(let holder, _) = aClaim else { Issue.record("expected held, got \(aClaim)"); return }
@@ -62,7 +64,7 @@ struct SharedClaimRaceTests {
                 _ = try await b.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil,
                                                      refreshExpiresAt: nil, at: now, replacing: 1)
             }
-            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .superseded(version: 2))
+            #expect(try await a.claimRefreshByRead(id: record.id, expecting: 1, at: now) == .superseded(version: 2))
             #expect(locked(a) == 1)
             #expect(try await a.refreshLease(id: record.id) == nil, "no lease left behind over the new tokens")
             #expect(try await a.secrets(for: record.id) == rotated)
@@ -79,7 +81,7 @@ struct SharedClaimRaceTests {
                 let count = try await b.takeDueRefreshes(limit: 10, at: now.addingTimeInterval(1), skipping: []).count
                 taken.withLock { $0 = count }
             }
-            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            #expect(try await a.claimRefreshByRead(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
             #expect(taken.withLock { $0 } == 1, "the take in between took the account")
             #expect(locked(a) == 0, "granted by the compare-and-set itself")
             #expect(try await a.refreshLease(id: record.id)?.owner == a.leaseOwner)
@@ -91,9 +93,69 @@ struct SharedClaimRaceTests {
         try await withTwoHosts { (a, _, record) async throws in
             let first = Date()
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first) == .granted(interruptedAt: nil))
-            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first.addingTimeInterval(1))
+            #expect(try await a.claimRefreshByRead(id: record.id, expecting: 1, at: first.addingTimeInterval(1))
                         == .granted(interruptedAt: first), "the first claim's mark is handed back")
             #expect(locked(a) == 0)
+        }
+    }
+
+    /// Claims of `store` granted by the one statement.
+    private func alone(_ store: PostgresAccountStore) -> Int { store.aloneClaims.load(ordering: .relaxed) }
+
+    @Test("a lease nobody holds: granted by the one statement; the other host is then told it is held, by the read")
+    func oneStatementGrants() async throws {
+        try await withTwoHosts { (a, b, record) async throws in
+            let now = Date()
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: now) == .granted(interruptedAt: nil))
+            #expect(alone(a) == 1)
+            #expect(try await b.claimRefreshAlone(id: record.id, expecting: 1, at: now) == nil, "another host's lease: nothing written")
+            guard case .held(let holder, _) = try await b.claimRefresh(id: record.id, expecting: 1, at: now) else {
+                Issue.record("expected held"); return
+            }
+            #expect(holder == a.leaseOwner)
+            #expect(alone(b) == 0)
+            #expect(try await a.refreshLease(id: record.id)?.owner == a.leaseOwner)
+        }
+    }
+
+    @Test("this host's own lease claimed again: the one statement grants it and hands back the first claim's mark")
+    func oneStatementHandsBackTheMark() async throws {
+        try await withTwoHosts { (a, _, record) async throws in
+            let first = Date()
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first) == .granted(interruptedAt: nil))
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first.addingTimeInterval(1))
+                        == .granted(interruptedAt: first))
+            #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: first.addingTimeInterval(2))
+                        == .granted(interruptedAt: first.addingTimeInterval(1)), "each grant wrote its own mark")
+            #expect(alone(a) == 3)
+        }
+    }
+
+    @Test("newer tokens than expected: the one statement writes nothing, and the read says superseded")
+    func oneStatementLeavesNewerTokens() async throws {
+        try await withTwoHosts { (a, _, record) async throws in
+            let now = Date()
+            #expect(try await a.claimRefreshAlone(id: record.id, expecting: 0, at: now) == nil)
+            #expect(try await a.refreshLease(id: record.id) == nil, "no lease written over tokens it did not expect")
+            #expect(try await a.claimRefresh(id: record.id, expecting: 0, at: now) == .superseded(version: 1))
+            #expect(alone(a) == 0)
+        }
+    }
+
+    @Test("two hosts claiming the same free lease at once, 20 times: exactly one is granted each time")
+    func oneStatementAtOnce() async throws {
+        try await withTwoHosts { (a, b, _) async throws in
+            for round in 0..<20 {
+                let record = Fixtures.record(did: "did:plc:race\(round)")
+                try await a.insert(record, secrets: Fixtures.secrets())
+                let now = Date()
+                async let fromA = a.claimRefresh(id: record.id, expecting: 1, at: now)
+                async let fromB = b.claimRefresh(id: record.id, expecting: 1, at: now)
+                let claims = try await [fromA, fromB]
+                #expect(claims.filter { $0 == .granted(interruptedAt: nil) }.count == 1, "round \(round): \(claims)")
+                let winner = claims[0] == .granted(interruptedAt: nil) ? a.leaseOwner : b.leaseOwner
+                #expect(try await a.refreshLease(id: record.id)?.owner == winner)
+            }
         }
     }
 
