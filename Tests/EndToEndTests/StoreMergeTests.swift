@@ -28,7 +28,10 @@ struct StoreMergeTests {
             #expect(exported.status == 0, "\(exported.stderr)")
 
             // The first machine moves on: both sessions rotate (the export's refresh tokens are
-            // spent now), and one more account.
+            // spent now), and one more account. Later by the server's clock: a merge tells the
+            // newer session by its tokens' `iat`, in whole seconds, and a rotation within the
+            // second of the export's would be a tie (kept as the target's).
+            fixture.testbed.advanceClock(by: .seconds(2))
             daemon = try await fixture.start(first)
             for did in [oauth, app1] { try await StoreCopyTests.expectWorks(daemon, did) }
             let app2 = try await fixture.addAppPasswordAccount("app32", to: daemon)
