@@ -5,7 +5,8 @@ import Foundation
 extension RefreshClaim {
     /// The claim's verdict over the row as locked: the stored tokens' `version`, the lease's
     /// `owner` and end, compared with what the claimant expected and who it is. `nil` from a
-    /// grant's point of view means the lease is free.
+    /// grant's point of view means the lease is free. PostgreSQL's one-statement claim
+    /// (`claimRefreshAlone`) writes the cases that grant without a read in SQL: change both.
     package static func decide(storedVersion: Int64, expected: Int64, owner: String?, leaseEnds: Date?,
                                me: String, now: Date) -> RefreshClaim? {
         guard storedVersion == expected else { return .superseded(version: storedVersion) }

@@ -25,15 +25,19 @@ extension PostgresAccountStore {
     /// The grant in one statement, committed alone, or nil (nothing written) when the row is
     /// not plainly claimable: another host's lease on it, newer tokens, a tenant key other than
     /// the one this host seals with (the read decides those, and takes up a key it holds).
-    /// The row is locked by the statement's own subquery, which also hands back the mark of an
-    /// interrupted refresh as it was before this grant.
+    /// The row is locked by the statement's own subquery (waiting for a writer that holds it, then
+    /// reading the row as that writer left it), which also hands back the mark of an interrupted
+    /// refresh as it was just before this grant; a row another host's lease is on is not locked.
+    /// The grant's rules are `RefreshClaim.decide`'s and `requireSavable`'s, written in SQL for
+    /// the cases where they grant without a read: the two must change together.
     package func claimRefreshAlone(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim? {
         let (tenant, me, lease, writing) = (settings.tenant, leaseOwner, settings.leaseDuration, sealer.writingFingerprint)
         let rows = try await writeAlone("marking a refresh as started") { session in
             try await session.run("""
                 UPDATE account a SET refresh_started_at = \(now.storedSeconds), lease_owner = \(me),
                     lease_expires_at = \(unescaped: Self.databaseNow) + \(lease), updated_at = \(now.storedSeconds)
-                FROM (SELECT id, refresh_started_at FROM account WHERE tenant = \(tenant) AND id = \(id) FOR UPDATE) before
+                FROM (SELECT id, refresh_started_at FROM account
+                      WHERE tenant = \(tenant) AND id = \(id) AND (lease_owner IS NULL OR lease_owner = \(me)) FOR UPDATE) before
                 WHERE a.tenant = \(tenant) AND a.id = before.id AND a.secrets_version = \(version)
                     AND (a.lease_owner IS NULL OR a.lease_owner = \(me))
                     AND NOT EXISTS (SELECT 1 FROM blueskyd_tenant_key k WHERE k.tenant = \(tenant) AND k.fingerprint <> \(writing))

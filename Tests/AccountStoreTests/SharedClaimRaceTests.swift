@@ -142,6 +142,38 @@ struct SharedClaimRaceTests {
         }
     }
 
+    @Test("a mark left (with no lease) while the one statement waits for the row: the grant hands back that mark, as the row was just before it")
+    func oneStatementWaitsForTheRow() async throws {
+        try await withTwoHosts { (a, _, record) async throws in
+            let server = try await SharedTestDatabase.server
+            let mark = Date(storedSeconds: Date().addingTimeInterval(-30).storedSeconds.rounded())
+            let id = record.id.uuidString.lowercased()
+            // Another session holds the row, then leaves a mark with no lease (a refresh given
+            // back keeping its mark) and commits.
+            let holder = Task {
+                try await server.run("""
+                    BEGIN;
+                    SELECT 1 FROM account WHERE id = '\(id)' FOR UPDATE;
+                    SELECT pg_sleep(4);
+                    UPDATE account SET refresh_started_at = \(mark.storedSeconds) WHERE id = '\(id)';
+                    COMMIT;
+                    """)
+            }
+            let holding = try await eventually(timeout: .seconds(20)) {
+                try await server.run("""
+                    SELECT count(*) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(4)%' AND state = 'active'
+                    """) == "1"
+            }
+            #expect(holding, "the other session holds the row")
+            let started = ContinuousClock.now
+            let claim = try await a.claimRefreshAlone(id: record.id, expecting: 1, at: Date())
+            let waited = ContinuousClock.now - started
+            _ = try await holder.value
+            #expect(waited > .milliseconds(500), "the claim waited for the row (\(waited))")
+            #expect(claim == .granted(interruptedAt: mark), "the mark as the other session left it")
+        }
+    }
+
     @Test("two hosts claiming the same free lease at once, 20 times: exactly one is granted each time")
     func oneStatementAtOnce() async throws {
         try await withTwoHosts { (a, b, _) async throws in
@@ -154,6 +186,9 @@ struct SharedClaimRaceTests {
                 let claims = try await [fromA, fromB]
                 #expect(claims.filter { $0 == .granted(interruptedAt: nil) }.count == 1, "round \(round): \(claims)")
                 let winner = claims[0] == .granted(interruptedAt: nil) ? a.leaseOwner : b.leaseOwner
+                let loser = claims[0] == .granted(interruptedAt: nil) ? claims[1] : claims[0]
+                guard case .held(let holder, _) = loser else { Issue.record("round \(round): the other got \(loser)"); continue }
+                #expect(holder == winner)
                 #expect(try await a.refreshLease(id: record.id)?.owner == winner)
             }
         }
