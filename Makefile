@@ -5,8 +5,8 @@
 #   make install / make uninstall   PREFIX (default /usr/local) and DESTDIR, see README.md
 
 SWIFT      ?= swift
-# End-to-end suites run at once by `make test` (1: one at a time, for a loaded or slow machine).
-E2E_WIDTH  ?= 3
+# End-to-end suites run at once by `make test` (see the test target).
+E2E_WIDTH  ?= 1
 SUDO       := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 DEB_PACKAGES := libsqlite3-dev libsystemd-dev systemd dnsmasq-base socat util-linux iproute2 netcat-openbsd \
 	mandoc man-db python3-pip sqlite3 postgresql bubblewrap
@@ -70,10 +70,12 @@ run: build
 test: deps
 	$(SWIFT) build --build-tests
 	# Unit suites, at most 6 at once: all 570 starting together on two cores starved the
-	# timing-bound ones. Then the end-to-end suites, 3 at once: each runs real daemons against
-	# its own testbed (a free 127.0.0.N each, its own PostgreSQL and dnsmasq ports), and most of
-	# their time is spent waiting on the clock (leases, deadlines, silences), not the CPU:
-	# 373 s instead of 863 s one at a time on this 2-core machine, with the same 134 passing.
+	# timing-bound ones. Then the end-to-end suites, E2E_WIDTH at once (one by default): each
+	# runs real daemons against its own testbed (a free 127.0.0.N each, its own PostgreSQL and
+	# dnsmasq ports), so they can run together, and most of their time is spent waiting on the
+	# clock. Three at once took 335 to 373 s instead of 863 s on this 2-core machine, but in one
+	# run of two, three timing-bound tests failed (a deadline overrun by 0.19 s, a socket-activated
+	# start, a call answered 400 across an expiry): not the default until those hold under load.
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --skip EndToEndTests \
 		--experimental-maximum-parallelization-width 6
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --filter EndToEndTests \
