@@ -79,7 +79,7 @@ test: deps
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --skip EndToEndTests \
 		--experimental-maximum-parallelization-width 6
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --filter EndToEndTests \
-		--experimental-maximum-parallelization-width $(E2E_WIDTH)
+		$(if $(filter 1,$(E2E_WIDTH)),--no-parallel,--experimental-maximum-parallelization-width $(E2E_WIDTH))
 	# The units verify cleanly, the manual pages lint, make install/uninstall lay out every file.
 	scripts/check-packaging "$(DEBUG_BIN)"
 	# Each libFuzzer target for 10 s from its seeds (docs/FUZZING.md; scripts/fuzz long runs 10M each).
