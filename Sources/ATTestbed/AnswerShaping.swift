@@ -33,6 +33,8 @@ final class AnswerShaper: Sendable {
     }
 
     private let pending = Mutex<[AnswerTarget: Pending]>([:])
+    /// When each target last served a shaped answer: the start of the exchange a deadline covers.
+    private let served = Mutex<[AnswerTarget: ContinuousClock.Instant]>([:])
 
     func set(_ shape: AnswerShape, for target: AnswerTarget, count: Int) {
         pending.withLock { $0[target] = count > 0 ? Pending(shape: shape, remaining: count) : nil }
@@ -44,13 +46,19 @@ final class AnswerShaper: Sendable {
             guard var entry = pending[target] else { return nil }
             entry.remaining -= 1
             pending[target] = entry.remaining > 0 ? entry : nil
+            served.withLock { $0[target] = .now }
             return entry.shape
         }
     }
 
+    func lastServed(_ target: AnswerTarget) -> ContinuousClock.Instant? { served.withLock { $0[target] } }
+
     func remaining(_ target: AnswerTarget) -> Int { pending.withLock { $0[target]?.remaining ?? 0 } }
 
-    func reset() { pending.withLock { $0 = [:] } }
+    func reset() {
+        pending.withLock { $0 = [:] }
+        served.withLock { $0 = [:] }
+    }
 }
 
 extension Testbed {
@@ -58,6 +66,12 @@ extension Testbed {
     /// on each request as usual; only its answer is slow or never completes.
     public func shapeAnswers(at target: AnswerTarget, _ shape: AnswerShape, count: Int) {
         context.shapes.set(shape, for: target, count: count)
+    }
+
+    /// When the last shaped answer at `target` began to be served (the request had arrived and
+    /// been acted on), by this process's `ContinuousClock`; nil if none was.
+    public func lastShapedAnswerServed(at target: AnswerTarget) -> ContinuousClock.Instant? {
+        context.shapes.lastServed(target)
     }
 
     /// How many shaped answers at `target` are still to be served.

@@ -9,7 +9,8 @@ import Testing
 @Suite("Answers that stall after their head, or come late: one deadline for the whole answer")
 struct StalledAnswerTests {
     static let timeout = 5.0
-    /// The deadline plus what the daemon and the test's own hops may add.
+    /// The deadline plus what the daemon and the test's own hops may add after the stalled
+    /// exchange began (what came before it, a login's earlier lookups, is not the deadline's).
     static let slack = 1.0
     static func configuration(_: Testbed) -> String { "upstream_timeout_seconds = \(Int(timeout))\n" }
 
@@ -24,15 +25,16 @@ struct StalledAnswerTests {
             try await fixture.loginWithBskyctl(bob.handle, browser: fixture.browser)
 
             testbed.shapeAnswers(at: .xrpc("com.atproto.server.refreshSession"), .stallAfterHalfBody(.seconds(120)), count: 1)
-            try await expectGivesUp("the app-password refresh", fixture, whileCalling: carol) {
+            try await expectGivesUp("the app-password refresh", fixture, stalling: .xrpc("com.atproto.server.refreshSession"),
+                                    whileCalling: carol) {
                 try await fixture.daemon.call("accounts.refresh", ["account": .string(alice.did), "force": true])
             }
             testbed.shapeAnswers(at: .oauth(.token), .stallAfterHalfBody(.seconds(120)), count: 1)
-            try await expectGivesUp("the OAuth refresh", fixture, whileCalling: carol) {
+            try await expectGivesUp("the OAuth refresh", fixture, stalling: .oauth(.token), whileCalling: carol) {
                 try await fixture.daemon.call("accounts.refresh", ["account": .string(bob.did), "force": true])
             }
             testbed.shapeAnswers(at: .xrpc("app.bsky.actor.getProfile"), .stallAfterHalfBody(.seconds(120)), count: 1)
-            try await expectGivesUp("a proxied call", fixture, whileCalling: carol) {
+            try await expectGivesUp("a proxied call", fixture, stalling: .xrpc("app.bsky.actor.getProfile"), whileCalling: carol) {
                 try await fixture.daemon.call("xrpc.call", ["nsid": "app.bsky.actor.getProfile", "account": .string(alice.did),
                                                             "params": ["actor": .string(alice.did)]])
             }
@@ -55,7 +57,7 @@ struct StalledAnswerTests {
             for (target, account) in [(AnswerTarget.xrpc("com.atproto.server.createSession"), alice),
                                       (.plc, dave), (.handleWellKnown, bob)] {
                 testbed.shapeAnswers(at: target, .stallAfterHalfBody(.seconds(120)), count: 1)
-                try await expectGivesUp("an app-password login (\(target))", fixture, whileCalling: erin) {
+                try await expectGivesUp("an app-password login (\(target))", fixture, stalling: target, whileCalling: erin) {
                     try await fixture.daemon.call("accounts.add", ["identifier": .string(account.handle),
                                                                    "password": .string(account.appPassword)])
                 }
@@ -63,7 +65,7 @@ struct StalledAnswerTests {
             }
             for target in [AnswerTarget.oauth(.metadata), .oauth(.pushedAuthorization)] {
                 testbed.shapeAnswers(at: target, .stallAfterHalfBody(.seconds(120)), count: 1)
-                try await expectGivesUp("an OAuth login's \(target)", fixture, whileCalling: erin) {
+                try await expectGivesUp("an OAuth login's \(target)", fixture, stalling: target, whileCalling: erin) {
                     try await fixture.daemon.call("accounts.oauth.begin", ["identifier": .string(carol.handle)])
                 }
                 #expect(testbed.pendingShapedAnswers(at: target) == 0, "the stalled answer was served: \(target)")
@@ -73,7 +75,7 @@ struct StalledAnswerTests {
             let carolLogin = try await fixture.bskyctl(["login", carol.handle, "--app-password"], stdin: carol.appPassword + "\n")
             try #require(carolLogin.status == 0, "\(carolLogin.stderr)")
             testbed.shapeAnswers(at: .plc, .stallAfterHalfBody(.seconds(120)), count: 1)
-            try await expectGivesUp("a refresh's identity recheck", fixture, whileCalling: erin, mustFail: false) {
+            try await expectGivesUp("a refresh's identity recheck", fixture, stalling: .plc, whileCalling: erin, mustFail: false) {
                 try await fixture.daemon.call("accounts.refresh", ["account": .string(carol.did)])
             }
             #expect(testbed.pendingShapedAnswers(at: .plc) == 0, "the recheck met the stalled directory")
@@ -120,8 +122,10 @@ struct StalledAnswerTests {
     // MARK: - Helpers
 
     /// Runs `operation`, which must end (failing, unless `mustFail` is false) within the
-    /// deadline (+ slack), while calls for `bystander` keep answering at their usual pace.
-    private func expectGivesUp(_ what: String, _ fixture: EndToEndFixture, whileCalling bystander: TestAccount,
+    /// deadline (+ slack) of the moment the testbed began the stalled answer at `target`, while
+    /// calls for `bystander` keep answering at their usual pace.
+    private func expectGivesUp(_ what: String, _ fixture: EndToEndFixture, stalling target: AnswerTarget,
+                               whileCalling bystander: TestAccount,
                                mustFail: Bool = true, _ operation: @escaping @Sendable () async throws -> JSONValue) async throws {
         let started = ContinuousClock.now
         let attempt = Task { () -> (any Error)? in
@@ -146,9 +150,12 @@ struct StalledAnswerTests {
             try await Task.sleep(for: .milliseconds(500))
         }
         let failure = await attempt.value
-        let took = ContinuousClock.now - started
+        let ended = ContinuousClock.now
         if mustFail { #expect(failure != nil, "\(what) failed rather than succeeding with half an answer") }
-        #expect(took < .seconds(Self.timeout + Self.slack), "\(what) gave up after \(took)")
+        let stalled = try #require(fixture.testbed.lastShapedAnswerServed(at: target), "\(what): the stalled answer was served")
+        let took = ended - stalled
+        #expect(took < .seconds(Self.timeout + Self.slack),
+                "\(what) gave up \(took) after the stalled answer began (\(ended - started) after the operation began)")
         #expect(calls >= 3, "\(what): calls for another account went on (\(calls))")
     }
 }
