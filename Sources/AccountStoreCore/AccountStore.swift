@@ -80,6 +80,10 @@ public protocol AccountStore: AnyObject, Sendable {
     /// Up to `limit` accounts after `key` (nil: from the first), oldest first: a daemon
     /// reading a million accounts never holds every row at once.
     func accounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [AccountRecord]
+    /// Calls `body` with every account once, in the order this store reads fastest, each page
+    /// read while `body` works through the one before (`AccountPages`): a start's loading.
+    /// The default reads oldest first; SQLite reads its rows as they lie in the file.
+    func forEachAccountAsStored(pageSize: Int, _ body: (AccountRecord) async throws -> Void) async throws
     func count() async throws(StoreError) -> Int
     /// Opens the sealed secrets of one account.
     /// - Throws: `.unknownAccount`, `.secretDoesNotOpen` (wrong key, tampering), or
@@ -157,6 +161,13 @@ extension AccountStore {
             guard page.count == pageSize, let last = page.last else { return }
             after = AccountPageKey(last)
         }
+    }
+
+    public func forEachAccountAsStored(pageSize: Int = 10_000, _ body: (AccountRecord) async throws -> Void) async throws {
+        try await AccountPages.forEach(from: nil as AccountPageKey?, { [self] after in
+            let page = try await accounts(after: after, limit: pageSize)
+            return (page, page.count == pageSize ? page.last.map(AccountPageKey.init) : nil)
+        }, body)
     }
 
     /// Every account, oldest first (tests and small tools; the daemon pages).

@@ -34,6 +34,35 @@ extension SQLiteAccountStore {
         }
     }
 
+    /// Every account in the order of the table's rows, a page at a time, one page ahead. Read
+    /// oldest first, through the `(created_at, id)` index, the rows of accounts that share a
+    /// creation time (a store written at once) come in UUID order, scattered over the file:
+    /// at 100,000 accounts, 58,000 page reads of 29,000 pages. In row order each page is read once.
+    public func forEachAccountAsStored(pageSize: Int, _ body: (AccountRecord) async throws -> Void) async throws {
+        try await AccountPages.forEach(from: nil as Int64?, { [self] after in
+            try await storedAccounts(afterRow: after, limit: pageSize)
+        }, body)
+    }
+
+    /// Up to `limit` accounts after the table row `row` (nil: from the first), in row order,
+    /// with the row after which the next page starts (nil after the last page).
+    func storedAccounts(afterRow row: Int64?, limit: Int) async throws(StoreError) -> (page: [AccountRecord], next: Int64?) {
+        try await performRead("loading accounts") { db in
+            var request = AccountRecord.select([Column.rowID] + AccountRecord.databaseSelection).order(Column.rowID).limit(limit)
+            if let row { request = request.filter(Column.rowID > row) }
+            var page: [AccountRecord] = []
+            page.reserveCapacity(limit)
+            var last: Int64?
+            let rows = try Row.fetchCursor(db, request)
+            var layout: AccountRowLayout?
+            while let row = try rows.next() {
+                last = row[0]
+                page.append(try self.verified(row, layout: .of(row, cached: &layout)))
+            }
+            return (page, page.count == limit ? last : nil)
+        }
+    }
+
     public func portableAccounts(after key: AccountPageKey?, limit: Int) async throws(StoreError) -> [PortableAccount] {
         let rows = try await performRead("reading accounts to copy") { db -> [(AccountRecord, Data)] in
             var request = AccountRecord.order(AccountColumn.createdAt, AccountColumn.id).limit(limit)

@@ -44,11 +44,12 @@ struct DaemonMethods: RPCMethodHandler {
             return await status()
         case "accounts.list":
             try params.allowOnly([])
-            var views: [(Date, JSONValue)] = []
+            // Oldest first, ties by id: the registry's own order is the order the rows loaded in.
+            var views: [(Date, String, JSONValue)] = []
             for session in accounts.registry.allSessions where client?.allows(session, in: accounts.registry) ?? true {
-                views.append((await session.record.createdAt, await session.view()))
+                views.append((await session.record.createdAt, session.id.uuidString, await session.view()))
             }
-            return ["accounts": .array(views.sorted { $0.0 < $1.0 }.map(\.1))]
+            return ["accounts": .array(views.sorted { ($0.0, $0.1) < ($1.0, $1.1) }.map(\.2))]
         case "accounts.add":
             try params.allowOnly(["identifier", "password", "authFactorToken", "makeDefault"])
             let record = try await accounts.addAppPasswordAccount(

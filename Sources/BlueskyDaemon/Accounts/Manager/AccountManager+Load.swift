@@ -4,7 +4,7 @@ import Foundation
 extension AccountManager {
     /// Loads every account from the store a page at a time (no array of them all), each
     /// session telling the scheduler its date as it is made. At 100,000 accounts this is the
-    /// start-up.
+    /// start-up. Nothing here depends on the order the rows come in.
     func loadAll() async throws {
         let clock = ContinuousClock()
         let started = clock.now
@@ -15,7 +15,8 @@ extension AccountManager {
         let expected = try await store.count()
         registry.reserveCapacity(expected)
         scheduler.inbox.reserveCapacity(expected)
-        try await store.forEachAccount { record in load.add(record, registry: registry) }
+        // In the store's fastest order, the next page read while this one becomes sessions.
+        try await store.forEachAccountAsStored(pageSize: 10_000) { record in load.add(record, registry: registry) }
         let read = clock.now
         for session in load.endingSoon { await session.warnIfSessionEndsSoon() }
         for record in load.interrupted {
