@@ -142,8 +142,8 @@ extension Daemon {
         } catch {
             throw await fail(DaemonStartupError("cannot load the accounts: \(error)"))
         }
-        // Every session noted its first date while loading: the scheduler takes them in now, and
-        // the pages the notes and the scheduler's growing tables passed through go back.
+        // The load handed the sessions' first dates to the scheduler at once; what they noted
+        // since goes in now, and the pages the load and the scheduler's tables passed through go back.
         await scheduler.takeInNotedDates()
         ReleaseFreedMemory.now()
         return DaemonCore(store: store, key: key, http: http, callHTTP: callHTTP, scheduler: scheduler,

@@ -56,6 +56,34 @@ struct RefreshSchedulerTests {
         #expect(await scheduler.nextDue() == nil, "nothing is left: no upkeep asked for another date")
     }
 
+    @Test("a start's first dates, taken in at once, run in due order; a date noted after them wins; an account without one never runs")
+    func firstDatesAtOnce() async {
+        let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 1, perServer: 1), now: { Date() })
+        let recorder = Recorder()
+        let now = Date()
+        func due(_ seconds: Double?) -> AccountLifecycle.Due {
+            AccountLifecycle.Due(date: seconds.map(now.addingTimeInterval), isLocal: false, decidedHere: false, version: 1)
+        }
+        // Forty dates in no order (a heap built in one pass must still give them in order), one
+        // account that waits for a login (no date), and one whose date a session notes after.
+        let ids = (0..<40).map { _ in UUID() }
+        let offsets = ids.indices.map { Double(($0 * 17) % 40) * 0.005 }
+        let (never, renoted) = (UUID(), UUID())
+        var firstDates = zip(ids, offsets).map { (id: $0, noted: DueInbox.Noted(due: due($1), server: "https://pds.example")) }
+        firstDates.append((never, DueInbox.Noted(due: due(nil), server: "https://pds.example")))
+        firstDates.append((renoted, DueInbox.Noted(due: due(0), server: "https://pds.example")))
+        await scheduler.takeIn(firstDates: firstDates)
+        scheduler.note(renoted, due(0.5), server: "https://pds.example")
+        await scheduler.takeInNotedDates()
+        let running = Task { await scheduler.run { id, _ in await recorder.refresh(id) } }
+        await recorder.waitFor(count: 41)
+        running.cancel()
+        await running.value
+        let expected = zip(ids, offsets).sorted { $0.1 < $1.1 }.map(\.0) + [renoted]
+        #expect(recorder.order == expected, "in due order, the later date of the renoted account last")
+        #expect(!recorder.order.contains(never))
+    }
+
     @Test("no more than maxConcurrent refreshes run at once, and all of them run")
     func concurrencyLimit() async {
         let scheduler = RefreshScheduler(limits: RefreshLimits(overall: 3, perServer: 3), now: { Date() })

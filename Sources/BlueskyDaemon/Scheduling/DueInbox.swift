@@ -39,12 +39,6 @@ final class DueInbox: Sendable {
         sleeper?.resume()
     }
 
-    /// Makes room for `count` more dates at once: at start every account notes one before the
-    /// loop runs, and a table grown step by step to 1,000,000 entries was a twentieth of a start.
-    func reserveCapacity(_ count: Int) {
-        state.withLock { $0.pending.reserveCapacity($0.pending.count + count) }
-    }
-
     func drain() -> [UUID: Noted] {
         state.withLock { state in
             defer { state.pending = [:] }

@@ -95,33 +95,56 @@ actor RefreshScheduler {
     /// Takes in what sessions noted since the loop's last turn (at a stop, after the loop ended).
     func takeInNotedDates() { drainInbox() }
 
+    /// One loaded account's first date, as a start hands it over.
+    typealias FirstDate = (id: UUID, noted: DueInbox.Noted)
+
+    /// A start's first dates, one per account it loaded, taken in at once: the slots in one
+    /// pass and the heap built in one (Floyd's), where a million dates through the inbox were a
+    /// dictionary of a million and a million heap inserts. Dates noted since are taken in after
+    /// (`takeInNotedDates`), so that a later date wins as it does through the inbox.
+    func takeIn(firstDates: [FirstDate]) {
+        slots.reserveCapacity(slots.count + firstDates.count)
+        var entries: [Entry] = []
+        entries.reserveCapacity(firstDates.count)
+        for first in firstDates {
+            if let entry = takeIn(first.id, first.noted) { entries.append(entry) }
+        }
+        queue.insert(contentsOf: entries)
+    }
+
     /// Takes in what sessions noted: a date this host decides goes to the shared book when
     /// there is one (the heap keeps only local timers and taken accounts), else to the heap.
     private func drainInbox() {
         let noted = inbox.drain()
-        // At start every account notes its first date at once (reserving grows geometrically).
         slots.reserveCapacity(slots.count + noted.count)
         for (id, noted) in noted {
-            var slot = slots[id] ?? Slot(due: nil, server: ServerTable.unknown)
-            slot.server = servers.id(for: noted.server)
-            slots[id] = slot
-            guard let shared, !noted.due.isLocal else {
-                place(id, at: noted.due.date)
-                continue
-            }
-            if noted.due.decidedHere { shared.note(ScheduledDate(id: id, due: noted.due.date, version: noted.due.version)) }
-            if !takenWaiting.contains(id) { slots[id]?.due = nil }
+            if let entry = takeIn(id, noted) { queue.insert(entry) }
         }
+    }
+
+    /// Takes in one noted date; returns the heap entry it needs, if any, for the caller to insert.
+    private func takeIn(_ id: UUID, _ noted: DueInbox.Noted) -> Entry? {
+        var slot = slots[id] ?? Slot(due: nil, server: ServerTable.unknown)
+        slot.server = servers.id(for: noted.server)
+        slots[id] = slot
+        guard let shared, !noted.due.isLocal else { return placed(id, at: noted.due.date) }
+        if noted.due.decidedHere { shared.note(ScheduledDate(id: id, due: noted.due.date, version: noted.due.version)) }
+        if !takenWaiting.contains(id) { slots[id]?.due = nil }
+        return nil
     }
 
     /// Puts `id` in the heap at `date` (nil: out of it), never within a second of its last
     /// upkeep's start while that runs.
     private func place(_ id: UUID, at date: Date?) {
-        guard var slot = slots[id] else { return }
+        if let entry = placed(id, at: date) { queue.insert(entry) }
+    }
+
+    /// `place`'s bookkeeping: the slot's date set, and the heap entry it needs (nil: none).
+    private func placed(_ id: UUID, at date: Date?) -> Entry? {
+        guard var slot = slots[id] else { return nil }
         slot.due = date.map { date in runningSince[id].map { max(date, $0.addingTimeInterval(Self.minimumRedispatchInterval)) } ?? date }
         slots[id] = slot
-        guard let due = slot.due else { return }
-        queue.insert(Entry(due: due, id: id))
+        return slot.due.map { Entry(due: $0, id: id) }
     }
 
     /// How many more accounts this host may take from the shared book now (its free refresh

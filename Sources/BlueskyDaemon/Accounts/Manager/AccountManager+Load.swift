@@ -14,10 +14,12 @@ extension AccountManager {
                             marksAreOurs: store.sharedLease == nil)
         let expected = try await store.count()
         registry.reserveCapacity(expected)
-        scheduler.inbox.reserveCapacity(expected)
+        load.firstDates.reserveCapacity(expected)
         // In the store's fastest order, the next page read while this one becomes sessions.
         try await store.forEachAccountAsStored(pageSize: 10_000) { record in load.add(record, registry: registry) }
         let read = clock.now
+        await scheduler.takeIn(firstDates: load.firstDates)
+        load.firstDates = []
         for session in load.endingSoon { await session.warnIfSessionEndsSoon() }
         for record in load.interrupted {
             // The daemon stopped while a refresh was in flight: its outcome is unknown. The
@@ -62,6 +64,8 @@ private struct LoadPass {
     var interrupted: [AccountRecord] = []
     var endingSoon: [AccountSession] = []
     var didOfOAuthAccount: [UUID: String] = [:]
+    /// Each session's first date, for the scheduler to take in at once after the load.
+    var firstDates: [RefreshScheduler.FirstDate] = []
     private var interner = StringInterner()
 
     init(environment: SessionEnvironment, now: Date, marksAreOurs: Bool) {
@@ -74,9 +78,11 @@ private struct LoadPass {
         let record = interner.intern(loaded)
         // With a shared store a mark may be another live host's refresh: the claim tells them apart.
         let interruptedHere = marksAreOurs && record.refreshStartedAt != nil && record.state != .needsLogin
-        let session = AccountSession(record: record, environment: environment,
+        var due: AccountLifecycle.Due?
+        let session = AccountSession(loading: record, environment: environment,
                                      identityCheckedAt: AccountManager.seededIdentityCheck(now: now),
-                                     interrupted: interruptedHere)
+                                     interrupted: interruptedHere, firstDue: &due)
+        if let due { firstDates.append((record.id, DueInbox.Noted(due: due, server: record.refreshServer))) }
         registry.insert(session, record: record)
         count += 1
         if record.isAltered { altered += 1 }

@@ -34,13 +34,23 @@ actor AccountSession {
     ///   - identityCheckedAt: when the DID document was last read (nil: never, so a check is due).
     ///   - interrupted: the record's write-ahead mark was left by this host's earlier run.
     init(record: AccountRecord, environment: SessionEnvironment, identityCheckedAt: Date? = nil, interrupted: Bool = false) {
+        var due: AccountLifecycle.Due?
+        self.init(loading: record, environment: environment, identityCheckedAt: identityCheckedAt, interrupted: interrupted,
+                  firstDue: &due)
+        if let due { environment.schedule(record.id, due, record.refreshServer) }
+    }
+
+    /// The same, for a start that hands every first date to the scheduler at once
+    /// (`RefreshScheduler.takeIn(firstDates:)`): the date is left in `firstDue` instead.
+    init(loading record: AccountRecord, environment: SessionEnvironment, identityCheckedAt: Date?, interrupted: Bool,
+         firstDue: inout AccountLifecycle.Due?) {
         self.id = record.id
         let loaded = AccountLifecycle.reduce(AccountLifecycle.State(record: record), .loaded(interrupted: interrupted),
                                              rules: environment.rules, now: environment.now())
         self.state = loaded.state
         self.environment = environment
         self.identityCheckedSeconds = identityCheckedAt?.timeIntervalSinceReferenceDate ?? .nan
-        if let due = loaded.reschedule { environment.schedule(record.id, due, record.refreshServer) }
+        firstDue = loaded.reschedule
     }
 
     var record: AccountRecord { state.record }
