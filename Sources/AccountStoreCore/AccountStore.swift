@@ -163,7 +163,7 @@ extension AccountStore {
         }
     }
 
-    public func forEachAccountAsStored(pageSize: Int = 10_000, _ body: (AccountRecord) async throws -> Void) async throws {
+    public func forEachAccountAsStored(pageSize: Int, _ body: (AccountRecord) async throws -> Void) async throws {
         try await AccountPages.forEach(from: nil as AccountPageKey?, { [self] after in
             let page = try await accounts(after: after, limit: pageSize)
             return (page, page.count == pageSize ? page.last.map(AccountPageKey.init) : nil)

@@ -146,6 +146,13 @@ extension MemoryAccountStore {
         }
     }
 
+    /// Newest first: unlike `accounts(after:limit:)`'s order on purpose, so that tests of a
+    /// start show that nothing in it hangs on the rows coming oldest first.
+    public func forEachAccountAsStored(pageSize: Int, _ body: (AccountRecord) async throws -> Void) async throws {
+        let records = try read { tables in tables.rows.values.map(\.record).sorted { AccountPageKey($1).precedes($0) } }
+        for record in records { try await body(record) }
+    }
+
     public func count() async throws(StoreError) -> Int { try read { $0.rows.count } }
 
     public func secrets(for id: UUID) async throws(StoreError) -> AccountSecrets {

@@ -38,6 +38,8 @@ extension SQLiteAccountStore {
     /// oldest first, through the `(created_at, id)` index, the rows of accounts that share a
     /// creation time (a store written at once) come in UUID order, scattered over the file:
     /// at 100,000 accounts, 58,000 page reads of 29,000 pages. In row order each page is read once.
+    /// Row ids hold still while blueskyd has the store open (only a `VACUUM` renumbers them, and
+    /// blueskyd runs none); each page is its own read.
     public func forEachAccountAsStored(pageSize: Int, _ body: (AccountRecord) async throws -> Void) async throws {
         try await AccountPages.forEach(from: nil as Int64?, { [self] after in
             try await storedAccounts(afterRow: after, limit: pageSize)

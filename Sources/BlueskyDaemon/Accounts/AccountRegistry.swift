@@ -46,14 +46,32 @@ final class AccountRegistry: Sendable {
         }
     }
 
-    func insert(_ session: AccountSession, record: AccountRecord) {
+    /// Registers `session`. Returns the session that named its handle until now, if another
+    /// did: two rows can both hold one verified handle for a while (an old verification is kept
+    /// through a DNS outage), and a start gives it to the newer account (`keepNewerHandle`).
+    @discardableResult
+    func insert(_ session: AccountSession, record: AccountRecord) -> (displaced: AccountSession, handle: String)? {
         census.add(record)
-        index.withLock { index in
+        return index.withLock { index in
             index.byID[record.id] = session
             index.byDID[record.did] = session
-            // Only a verified handle names an account: anyone's DID document can claim any handle.
-            if let handle = Self.name(record) { index.byHandle[handle] = session }
             if record.isDefault, record.selectorsAreSealed { index.defaultID = record.id }
+            // Only a verified handle names an account: anyone's DID document can claim any handle.
+            guard let handle = Self.name(record), let displaced = index.byHandle.updateValue(session, forKey: handle),
+                  displaced !== session else { return nil }
+            return (displaced, handle)
+        }
+    }
+
+    /// Of `displaced` and the session that names `handle` now, the one whose account was created
+    /// later (then the greater id) names it, as when a start loaded the rows oldest first; a
+    /// session that no longer claims the handle is left as it is.
+    func keepNewerHandle(_ handle: String, displaced: AccountSession) async {
+        guard let holder = index.withLock({ $0.byHandle[handle] }), holder !== displaced else { return }
+        let (old, current) = (await displaced.record, await holder.record)
+        guard Self.name(old) == handle, (old.createdAt, old.id.uuidString) > (current.createdAt, current.id.uuidString) else { return }
+        index.withLock { index in
+            if index.byHandle[handle] === holder, index.byID[old.id] === displaced { index.byHandle[handle] = displaced }
         }
     }
 

@@ -2,9 +2,10 @@ import AccountStoreCore
 import Foundation
 
 extension AccountManager {
-    /// Loads every account from the store a page at a time (no array of them all), each
-    /// session telling the scheduler its date as it is made. At 100,000 accounts this is the
-    /// start-up. Nothing here depends on the order the rows come in.
+    /// Loads every account from the store a page at a time (no array of them all); the
+    /// sessions' first dates go to the scheduler at once after the last page. At 100,000
+    /// accounts this is the start-up. The rows come in the store's fastest order; what an order
+    /// would decide (which of two rows holding one handle names it) is settled after.
     func loadAll() async throws {
         let clock = ContinuousClock()
         let started = clock.now
@@ -20,6 +21,8 @@ extension AccountManager {
         let read = clock.now
         await scheduler.takeIn(firstDates: load.firstDates)
         load.firstDates = []
+        // Rows that hold one verified handle: the newer account names it, whatever order the rows came in.
+        for claim in load.handleClaims { await registry.keepNewerHandle(claim.handle, displaced: claim.displaced) }
         for session in load.endingSoon { await session.warnIfSessionEndsSoon() }
         for record in load.interrupted {
             // The daemon stopped while a refresh was in flight: its outcome is unknown. The
@@ -66,6 +69,8 @@ private struct LoadPass {
     var didOfOAuthAccount: [UUID: String] = [:]
     /// Each session's first date, for the scheduler to take in at once after the load.
     var firstDates: [RefreshScheduler.FirstDate] = []
+    /// Sessions whose handle a later row claimed too (rare), to settle after the load.
+    var handleClaims: [(displaced: AccountSession, handle: String)] = []
     private var interner = StringInterner()
 
     init(environment: SessionEnvironment, now: Date, marksAreOurs: Bool) {
@@ -83,7 +88,7 @@ private struct LoadPass {
                                      identityCheckedAt: AccountManager.seededIdentityCheck(now: now),
                                      interrupted: interruptedHere, firstDue: &due)
         if let due { firstDates.append((record.id, DueInbox.Noted(due: due, server: record.refreshServer))) }
-        registry.insert(session, record: record)
+        if let claim = registry.insert(session, record: record) { handleClaims.append(claim) }
         count += 1
         if record.isAltered { altered += 1 }
         if interruptedHere { interrupted.append(record) }
