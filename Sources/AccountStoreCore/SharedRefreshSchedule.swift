@@ -19,8 +19,9 @@ public protocol SharedRefreshSchedule: Sendable {
     /// takes it meanwhile, and so that it falls due again if this host never records a new
     /// date (it died). Rows another host is taking at this moment are skipped, not waited for.
     /// `skipping` are servers whose accounts this host cannot start now (their refresh slots
-    /// are full): they are left for other hosts.
-    func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [AccountRecord]
+    /// are full): they are left for other hosts. Each comes with its secrets as read in the same
+    /// statement, so that its refresh reads nothing before its claim.
+    func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [TakenAccount]
     /// The earliest due date of any account, or nil when none is scheduled.
     func nextRefreshDue() async throws(StoreError) -> Date?
     /// Gives every account that may be refreshed but has no due date one (`now`): a date
@@ -39,5 +40,18 @@ public struct ScheduledDate: Sendable, Equatable {
         self.id = id
         self.due = due
         self.version = version
+    }
+}
+
+/// An account as the shared schedule's take read it: its row, and the secrets stored with that
+/// row (at its `secretsVersion`), or nil when this host cannot open them (the refresh then reads
+/// them itself, and meets the reason: a changed row, a key this host lacks).
+public struct TakenAccount: Sendable {
+    public var record: AccountRecord
+    public var secrets: AccountSecrets?
+
+    public init(record: AccountRecord, secrets: AccountSecrets?) {
+        self.record = record
+        self.secrets = secrets
     }
 }

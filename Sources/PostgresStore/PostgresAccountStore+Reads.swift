@@ -65,13 +65,19 @@ extension PostgresAccountStore {
             return (try verified(row), try cells["sealed_secrets"].decode(ByteBuffer.self), try cells["sealed_by"].decode(String?.self))
         }
         guard let (record, blob, sealedBy) = found else { throw StoreError.unknownAccount(id) }
-        guard !record.isAltered else { throw StoreError.recordAltered(account: id) }
+        return try openSecrets(of: record, sealed: blob, by: sealedBy)
+    }
+
+    /// The secrets of a row read with its record (`sealed_secrets` and `sealed_by`), once the
+    /// record's metadata seal holds.
+    func openSecrets(of record: AccountRecord, sealed blob: ByteBuffer, by sealedBy: String?) throws(StoreError) -> AccountSecrets {
+        guard !record.isAltered else { throw StoreError.recordAltered(account: record.id) }
         let sealer = sealer
         do {
-            return try sealer.open(Data(buffer: blob), account: id)
+            return try sealer.open(Data(buffer: blob), account: record.id)
         } catch {
             // Under a key this host lacks: not a changed blob, a host behind a rekey.
-            if let sealedBy { try requireHeld(sealedBy, sealer: sealer, account: id) }
+            if let sealedBy { try requireHeld(sealedBy, sealer: sealer, account: record.id) }
             throw error
         }
     }

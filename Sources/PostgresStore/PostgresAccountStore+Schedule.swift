@@ -33,12 +33,13 @@ extension PostgresAccountStore: SharedRefreshSchedule {
         }
     }
 
-    /// One statement, committed alone, which hands back the rows as taken: the host needs no
-    /// read of each before its claim. The take is committed before its rows are read, so a row
-    /// this host cannot read (sealed under a key it lacks, during a rekey) is left out and
-    /// logged, not made the whole batch's failure: it falls due again after the lease, as an
-    /// account this host took and could not refresh always did.
-    public func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [AccountRecord] {
+    /// One statement, committed alone, which hands back the rows as taken with their secrets:
+    /// the host needs no read of each before its claim. The take is committed before its rows
+    /// are read, so a row this host cannot read (sealed under a key it lacks, during a rekey) is
+    /// left out and logged, not made the whole batch's failure: it falls due again after the
+    /// lease, as an account this host took and could not refresh always did. Secrets that do not
+    /// open here come as nil: the refresh reads them again and meets the reason itself.
+    public func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) async throws(StoreError) -> [TakenAccount] {
         guard limit > 0 else { return [] }
         let (tenant, until, skipped) = (settings.tenant, now.addingTimeInterval(settings.leaseDuration).storedSeconds,
                                         Array(servers))
@@ -49,14 +50,18 @@ extension PostgresAccountStore: SharedRefreshSchedule {
                     SELECT id FROM account WHERE tenant = \(tenant) AND refresh_due_at <= \(now.storedSeconds)
                         AND NOT (refresh_server = ANY(\(skipped)::text[]))
                     ORDER BY refresh_due_at LIMIT \(limit) FOR UPDATE SKIP LOCKED)
-                RETURNING \(unescaped: Self.recordColumns)
+                RETURNING \(unescaped: Self.recordColumns), sealed_secrets
                 """)
         }
-        var taken: [AccountRecord] = []
+        var taken: [TakenAccount] = []
         taken.reserveCapacity(rows.count)
         for row in rows {
             do {
-                taken.append(try verified(row))
+                let record = try verified(row)
+                let cells = row.makeRandomAccess()
+                let secrets = try? openSecrets(of: record, sealed: try cells["sealed_secrets"].decode(ByteBuffer.self),
+                                               by: try cells["sealed_by"].decode(String?.self))
+                taken.append(TakenAccount(record: record, secrets: secrets))
             } catch {
                 logger.warning("took an account from the shared schedule whose row cannot be read here; it falls due again after the lease",
                                metadata: ["error": "\(error)"])

@@ -12,15 +12,18 @@ struct SharedScheduleTests {
     func dueDates() async throws {
         try await SharedTestDatabase.withTwoHosts { (a, b) async throws in
             let added = Fixtures.record(createdAt: Date(timeIntervalSinceNow: -5))
-            try await a.insert(added, secrets: Fixtures.secrets())
+            let secrets = Fixtures.secrets()
+            try await a.insert(added, secrets: secrets)
             var waiting = Fixtures.record()
             waiting.state = .needsLogin
             try await a.insert(waiting, secrets: Fixtures.secrets())
-            // The account comes back as stored, its seal checked: the host needs no read of its own.
+            // The account comes back as stored, its seal checked, with its secrets: the host needs
+            // no read of its own.
             let taken = try await b.takeDueRefreshes(limit: 10, at: Date(), skipping: [])
-            #expect(taken.map(\.id) == [added.id])
-            #expect(taken.first.map { $0.did == added.did && $0.secretsVersion == 1 && !$0.isAltered } == true)
-            #expect(taken.first == (try await b.account(id: added.id)), "the same record a read gives")
+            #expect(taken.map(\.record.id) == [added.id])
+            #expect(taken.first.map { $0.record.did == added.did && $0.record.secretsVersion == 1 && !$0.record.isAltered } == true)
+            #expect(taken.first?.record == (try await b.account(id: added.id)), "the same record a read gives")
+            #expect(taken.first?.secrets == secrets, "the secrets stored with it")
             let later = Date(timeIntervalSinceNow: 3600)
             try await a.setRefreshDue([ScheduledDate(id: added.id, due: later, version: 1), ScheduledDate(id: UUID(), due: Date(), version: 1)])
             #expect(try await b.nextRefreshDue() == later, "an unknown account in the batch is skipped")
@@ -40,7 +43,7 @@ struct SharedScheduleTests {
             let taken = try await withThrowingTaskGroup(of: [UUID].self) { group in
                 for round in 0..<20 {
                     let store = round.isMultiple(of: 2) ? a : b
-                    group.addTask { try await store.takeDueRefreshes(limit: 40, at: now, skipping: []).map(\.id) }
+                    group.addTask { try await store.takeDueRefreshes(limit: 40, at: now, skipping: []).map(\.record.id) }
                 }
                 return try await group.reduce(into: [UUID]()) { $0 += $1 }
             }
@@ -50,7 +53,7 @@ struct SharedScheduleTests {
             #expect(abs(next.timeIntervalSince(now.addingTimeInterval(60))) < 0.001)
             // Host B records the real dates of all but one; that one (a host died) is due again.
             try await b.setRefreshDue(records.dropFirst().map { ScheduledDate(id: $0.id, due: now.addingTimeInterval(3600), version: 1) })
-            #expect(try await a.takeDueRefreshes(limit: 1000, at: now.addingTimeInterval(61), skipping: []).map(\.id) == [records[0].id])
+            #expect(try await a.takeDueRefreshes(limit: 1000, at: now.addingTimeInterval(61), skipping: []).map(\.record.id) == [records[0].id])
         }
     }
 
@@ -69,6 +72,24 @@ struct SharedScheduleTests {
                 }
             }
             #expect(try await a.nextRefreshDue() == later.addingTimeInterval(9))
+        }
+    }
+
+    @Test("a taken row whose secrets do not open here is still taken, without them: its refresh reads them and meets the reason")
+    func secretsThatDoNotOpen() async throws {
+        try await SharedTestDatabase.withTwoHosts { (a, b) async throws in
+            let (swapped, other) = (Fixtures.record(createdAt: Date(timeIntervalSinceNow: -5)), Fixtures.record())
+            try await a.insert(swapped, secrets: Fixtures.secrets())
+            try await a.insert(other, secrets: Fixtures.secrets())
+            try await a.setRefreshDue([ScheduledDate(id: other.id, due: Date(timeIntervalSinceNow: 3600), version: 1)])
+            // Another row's sealed secrets, which are bound to that row's id.
+            _ = try await SharedTestDatabase.server.run("""
+                UPDATE account SET sealed_secrets = (SELECT sealed_secrets FROM account WHERE did = '\(other.did)')
+                WHERE did = '\(swapped.did)'
+                """)
+            let taken = try await b.takeDueRefreshes(limit: 10, at: Date(), skipping: [])
+            #expect(taken.map(\.record.id) == [swapped.id] && taken.first?.secrets == nil)
+            await #expect(throws: StoreError.secretDoesNotOpen(account: swapped.id)) { try await b.secrets(for: swapped.id) }
         }
     }
 }

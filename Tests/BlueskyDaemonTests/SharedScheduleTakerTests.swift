@@ -37,7 +37,7 @@ struct SharedScheduleTakerTests {
             state.withLock { state in for id in ids { state.due[id] = date } }
         }
 
-        func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) throws(StoreError) -> [AccountRecord] {
+        func takeDueRefreshes(limit: Int, at now: Date, skipping servers: Set<String>) throws(StoreError) -> [TakenAccount] {
             try state.withLock { state throws(StoreError) in
                 if state.failTakes > 0 {
                     state.failTakes -= 1
@@ -46,7 +46,10 @@ struct SharedScheduleTakerTests {
                 }
                 let taken = state.due.filter { $0.value <= now }.sorted { $0.value < $1.value }.prefix(limit).map(\.key)
                 for id in taken { state.due[id] = now.addingTimeInterval(lease) }
-                return taken.map { AccountRecord(id: $0, did: "did:plc:\($0.uuidString.prefix(8).lowercased())", pds: "https://pds.test", authKind: .appPassword) }
+                return taken.map {
+                    TakenAccount(record: AccountRecord(id: $0, did: "did:plc:\($0.uuidString.prefix(8).lowercased())", pds: "https://pds.test",
+                                                       authKind: .appPassword), secrets: nil)
+                }
             }
         }
 
@@ -80,7 +83,7 @@ struct SharedScheduleTakerTests {
             for id in accounts { await scheduler.know(id, server: "https://pds.test") }
             let (refreshed, adopted) = (self.refreshed, self.adopted)
             let taker = SharedScheduleTaker(schedule: schedule, scheduler: scheduler,
-                                            adopt: { records in for record in records { adopted.append(record.id) } },
+                                            adopt: { taken in for account in taken { adopted.append(account.record.id) } },
                                             logger: Logger(label: "test"),
                                             now: { Date() }, longestSleep: 0.2, pauseWhenFull: 0.01)
             tasks = [

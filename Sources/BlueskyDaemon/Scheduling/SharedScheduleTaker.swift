@@ -11,9 +11,9 @@ import WebBasics
 struct SharedScheduleTaker {
     let schedule: any SharedRefreshSchedule
     let scheduler: RefreshScheduler
-    /// Hands the accounts as taken to their sessions, before the scheduler runs them: their
-    /// upkeep then needs no read of its own.
-    let adopt: @Sendable ([AccountRecord]) async -> Void
+    /// Hands the accounts as taken (rows and secrets) to their sessions, before the scheduler
+    /// runs them: their upkeep then needs no read of its own.
+    let adopt: @Sendable ([TakenAccount]) async -> Void
     let logger: Logger
     let now: @Sendable () -> Date
     /// How long the taker sleeps at most: dates other hosts record are seen this late.
@@ -47,7 +47,7 @@ struct SharedScheduleTaker {
         guard room > 0 else { return pauseWhenFull }
         let taken = try await schedule.takeDueRefreshes(limit: room, at: now(), skipping: skipping)
         await adopt(taken)
-        await scheduler.dispatchTaken(taken.map(\.id))
+        await scheduler.dispatchTaken(taken.map(\.record.id))
         if taken.count == room { return pauseWhenFull }
         let next = try await schedule.nextRefreshDue()
         await scheduler.setSharedNextDue(next)

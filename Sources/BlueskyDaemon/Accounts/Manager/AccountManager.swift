@@ -38,10 +38,10 @@ final class AccountManager: Sendable {
     /// Hands accounts taken from the shared schedule, as the take read them, to their
     /// sessions: their upkeep starts from the stored row without reading it again. An account
     /// this host does not know is left (it falls due again after the lease).
-    func adoptTaken(_ records: [AccountRecord]) async {
-        for record in records {
-            guard let session = try? registry.session(record.id.uuidString) else { continue }
-            await session.adoptStored(record)
+    func adoptTaken(_ taken: [TakenAccount]) async {
+        for account in taken {
+            guard let session = try? registry.session(account.record.id.uuidString) else { continue }
+            await session.adoptTaken(account)
         }
     }
 

@@ -9,9 +9,9 @@ extension AccountSession {
         /// Its date in this host's own schedule came.
         case due
         /// Taken from a schedule several hosts share, whose date may be older than the
-        /// account's tokens (another host refreshed since): the take handed the row as stored
-        /// to the session (`AccountManager.adoptTaken`), and the claim checks the tokens'
-        /// version again.
+        /// account's tokens (another host refreshed since): the take handed the row and its
+        /// secrets as stored to the session (`AccountManager.adoptTaken`), and the claim checks
+        /// the tokens' version again.
         case taken
     }
 

@@ -114,6 +114,17 @@ actor AccountSession {
         apply(.stored(stored))
     }
 
+    /// An account the shared schedule's take handed to this host: its row, as `adoptStored`,
+    /// and its secrets, kept for the refresh that follows while they are still the tokens this
+    /// session holds (the take read both at one version). The refresh then reads nothing
+    /// before its claim.
+    func adoptTaken(_ taken: TakenAccount) {
+        adoptStored(taken.record)
+        guard let secrets = taken.secrets, state.unsavedSecrets == nil, cachedSecrets == nil,
+              state.record.secretsVersion == taken.record.secretsVersion else { return }
+        cache(secrets, version: taken.record.secretsVersion)
+    }
+
     /// The read `adoptStored` put off, once no write of this host's is out.
     private func readAgainIfAsked() async {
         while let activity, activity.readAgainAfterWrites, activity.storeWritesInFlight == 0 {
