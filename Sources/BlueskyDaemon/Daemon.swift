@@ -46,8 +46,8 @@ public struct Daemon: Sendable {
         }
         defer { withExtendedLifetime(lock) {} }
         let core = try await startCore(stateDirectory: stateDirectory)
-        let (store, key, http, environment, accounts, scheduler, metrics) =
-            (core.store, core.key, core.http, core.environment, core.accounts, core.scheduler, core.metrics)
+        let (key, http, environment, accounts, scheduler, metrics) =
+            (core.key, core.http, core.environment, core.accounts, core.scheduler, core.metrics)
         let (sharedSchedule, sharedDates, storeChanges) = (core.sharedSchedule, core.sharedDates, core.storeChanges)
         let stopping = Atomic(false)
         let listener = try startup(try socketListener())

@@ -89,7 +89,7 @@ extension PostgresAccountStore {
     /// database with a warning; nothing fails.
     package func refreshStatistics() async {
         do {
-            try await read("sampling the tables for the planner") { session in
+            _ = try await read("sampling the tables for the planner") { session in
                 try await session.run("ANALYZE account, dpop_nonce, oauth_client_key")
             }
         } catch {

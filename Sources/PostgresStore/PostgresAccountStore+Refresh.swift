@@ -28,21 +28,14 @@ extension PostgresAccountStore {
     /// The row is locked by the statement's own subquery (waiting for a writer that holds it, then
     /// reading the row as that writer left it), which also hands back the mark of an interrupted
     /// refresh as it was just before this grant; a row another host's lease is on is not locked.
-    /// The grant's rules are `RefreshClaim.decide`'s and `requireSavable`'s, written in SQL for
-    /// the cases where they grant without a read: the two must change together.
+    /// The statement is prepared (`ClaimAloneStatement`, whose rules must change with
+    /// `RefreshClaim.decide`'s and `requireSavable`'s).
     package func claimRefreshAlone(id: UUID, expecting version: Int64, at now: Date) async throws(StoreError) -> RefreshClaim? {
-        let (tenant, me, lease, writing) = (settings.tenant, leaseOwner, settings.leaseDuration, sealer.writingFingerprint)
+        let claim = ClaimAloneStatement(now: now.storedSeconds, owner: leaseOwner, lease: settings.leaseDuration,
+                                        tenant: settings.tenant, id: id, version: version,
+                                        writingKey: sealer.writingFingerprint)
         let rows = try await writeAlone("marking a refresh as started") { session in
-            try await session.run("""
-                UPDATE account a SET refresh_started_at = \(now.storedSeconds), lease_owner = \(me),
-                    lease_expires_at = \(unescaped: Self.databaseNow) + \(lease), updated_at = \(now.storedSeconds)
-                FROM (SELECT id, refresh_started_at FROM account
-                      WHERE tenant = \(tenant) AND id = \(id) AND (lease_owner IS NULL OR lease_owner = \(me)) FOR UPDATE) before
-                WHERE a.tenant = \(tenant) AND a.id = before.id AND a.secrets_version = \(version)
-                    AND (a.lease_owner IS NULL OR a.lease_owner = \(me))
-                    AND NOT EXISTS (SELECT 1 FROM blueskyd_tenant_key k WHERE k.tenant = \(tenant) AND k.fingerprint <> \(writing))
-                RETURNING before.refresh_started_at
-                """).first.map { try $0.decode(Double?.self) }
+            try await session.run(claim).first
         }
         guard let row = rows else { return nil }
         aloneClaims.add(1, ordering: .relaxed)
@@ -150,27 +143,12 @@ extension PostgresAccountStore {
     public func saveRefreshedSession(id: UUID, secrets: AccountSecrets, accessExpiresAt: Date?, refreshExpiresAt: Date?,
                                      scope: String?, handle: String?, at: Date,
                                      replacing version: Int64) async throws(StoreError) -> Int64 {
-        let sealed = try seal(secrets, account: id)
-        let tenant = settings.tenant
-        let update: @Sendable (Sealed?) -> PostgresQuery = { renamed in
-            self.notifying("""
-            UPDATE account SET
-                sealed_secrets = \(sealed.bytes), sealed_by = \(sealed.by), secrets_version = secrets_version + 1,
-                access_expires_at = \(accessExpiresAt?.storedSeconds), refresh_expires_at = \(refreshExpiresAt?.storedSeconds),
-                last_refresh_at = \(at.storedSeconds), refresh_started_at = NULL, lease_owner = NULL,
-                lease_expires_at = NULL, state = \(AccountState.active.rawValue), state_reason = NULL,
-                updated_at = \(at.storedSeconds), oauth_scope = COALESCE(\(scope), oauth_scope),
-                handle_verified = handle_verified AND \(handle)::text IS NULL, handle = COALESCE(\(handle), handle),
-                metadata_seal = COALESCE(\(renamed?.bytes), metadata_seal),
-                metadata_sealed_by = COALESCE(\(renamed?.by), metadata_sealed_by)
-            WHERE tenant = \(tenant) AND id = \(id) AND secrets_version = \(version)
-            """, ids: [id], returning: "secrets_version, id")
-        }
+        let save = SaveRefreshedStatement(sealed: try seal(secrets, account: id), accessExpiresAt: accessExpiresAt?.storedSeconds,
+                                          refreshExpiresAt: refreshExpiresAt?.storedSeconds, at: at.storedSeconds, scope: scope,
+                                          handle: handle, tenant: settings.tenant, id: id, version: version)
         guard let handle else {
             // One statement, committed alone: one round trip.
-            let saved = try await writeAlone("saving a refreshed session") { session in
-                try await session.run(update(nil)).first.map { try $0.decode((Int64, UUID).self).0 }
-            }
+            let saved = try await writeAlone("saving a refreshed session") { [self] session in try await send(save, session) }
             if let saved { return saved }
             throw try await read("saving a refreshed session") { [self] session in try await missedVersion(session, id: id) }
         }
@@ -179,9 +157,25 @@ extension PostgresAccountStore {
             guard let renamed = try await renamedSeal(session, id: id, handle: handle, version: version) else {
                 throw try await missedVersion(session, id: id)
             }
-            guard let row = try await session.run(update(renamed)).first else { throw try await missedVersion(session, id: id) }
-            return try row.decode((Int64, UUID).self).0
+            var renaming = save
+            renaming.renamed = renamed
+            guard let saved = try await send(renaming, session) else { throw try await missedVersion(session, id: id) }
+            return saved
         }
+    }
+
+    /// The save, announced: prepared while this host holds one key, else the same update through
+    /// `notifying`, which announces it on every key's channel. Nil when the tokens were no
+    /// longer at the version saved over.
+    private func send(_ save: SaveRefreshedStatement, _ session: PostgresSession) async throws -> Int64? {
+        if signers.count == 1, let signer = signers.first {
+            var save = save
+            (save.channel, save.payload) = (signer.channel, signer.payload(owner: leaseOwner, id: save.id))
+            return try await session.run(save).first
+        }
+        let update = PostgresQuery(unsafeSQL: SaveRefreshedStatement.update, binds: save.updateBindings())
+        return try await session.run(notifying(update, ids: [save.id], returning: "secrets_version, id")).first
+            .map { try $0.decode((Int64, UUID).self).0 }
     }
 
     /// Sets an account's state and reason; `lease` gives this host's lease back (another host

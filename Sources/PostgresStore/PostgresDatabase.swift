@@ -200,4 +200,12 @@ struct PostgresSession: Sendable {
     func run(_ query: PostgresQuery) async throws -> [PostgresRow] {
         try await connection.query(query, logger: logger).collect()
     }
+
+    /// A statement prepared on this connection the first time it runs there (postgres-nio
+    /// keeps it by its type's name): parsed and planned once per connection.
+    func run<Statement: PostgresPreparedStatement>(_ statement: Statement) async throws -> [Statement.Row] {
+        var rows: [Statement.Row] = []
+        for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
 }

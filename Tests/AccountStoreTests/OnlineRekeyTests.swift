@@ -242,6 +242,20 @@ struct OnlineRekeyTests {
         reset()
         try await newOnly.setProfile(id: record.id, profile, at: Date())
         #expect(try await hears(1), "the host holding both hears one on the new key alone")
+        // A refresh's save: the same update, sent through `notifying` on both channels by the
+        // host holding both keys, and as the prepared statement by a host holding one.
+        reset()
+        let rotated = Fixtures.secrets()
+        #expect(try await both.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
+                                                    scope: "atproto", handle: nil, at: Date(), replacing: 1) == 2)
+        let (oldHeardSave, newHeardSave) = (try await hears(0), try await hears(2))
+        #expect(oldHeardSave && newHeardSave, "hosts on either key hear the save of the host holding both")
+        reset()
+        #expect(try await newOnly.saveRefreshedSession(id: record.id, secrets: rotated, accessExpiresAt: nil, refreshExpiresAt: nil,
+                                                       scope: nil, handle: nil, at: Date(), replacing: 2) == 3)
+        #expect(try await hears(1), "the host holding both hears the save of a host on the new key alone")
+        let (stored, version) = (try await both.secrets(for: record.id), try await both.account(id: record.id)?.secretsVersion)
+        #expect(stored == rotated && version == 3)
         for host in hosts + [command] { await host.close() }
     }
 

@@ -22,7 +22,8 @@ struct SharedStoreStormTests {
         // Counting statements: what each refresh costs the database is part of what is checked.
         let database = try await offThePool {
             try PostgresServer.start(settings: [("shared_preload_libraries", "pg_stat_statements"),
-                                                ("pg_stat_statements.track", "top")])
+                                                ("pg_stat_statements.track", "top"),
+                                                ("pg_stat_statements.track_planning", "on")])
         }
         // New tokens live an hour: one rotation per account in this test.
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
@@ -83,6 +84,14 @@ struct SharedStoreStormTests {
             let statements = try Self.statementCalls(database, matching: "%")
             print("statements during the storm: \(statements), \(Double(statements) / Double(Self.accountCount)) per refresh; secrets read one account at a time: \(reads)")
             #expect(reads == 0, "no refresh read its account's secrets again after the take: \(reads) did")
+            // The claim and the save are prepared once per connection: planned a few times per
+            // connection (five custom plans, then one generic), not once per refresh.
+            for (what, pattern) in [("claim", "UPDATE account a SET refresh_started_at = $1%"),
+                                    ("save", "WITH changed AS (UPDATE account SET sealed_secrets = $1%")] {
+                let (calls, plans) = try Self.callsAndPlans(database, matching: pattern)
+                print("\(what): \(calls) calls, \(plans) plans")
+                #expect(calls >= Self.accountCount && plans * 10 < calls, "the \(what) is planned \(plans) times for \(calls) calls")
+            }
 
             let totals = testbed.oauthTotals
             #expect(totals.refreshes == Self.accountCount, "one refresh per account: \(totals.refreshes)")
@@ -107,6 +116,17 @@ struct SharedStoreStormTests {
             }
             #expect(written, "every account's next refresh is written back, about an hour ahead: \(spent) are not")
         }
+    }
+
+    /// Calls of the statements whose text (its whitespace made single spaces) matches `pattern`,
+    /// and how many times they were planned, since the last reset.
+    static func callsAndPlans(_ database: PostgresServer, matching pattern: String) throws -> (calls: Int, plans: Int) {
+        let answer = try database.psql("""
+            SELECT coalesce(sum(calls), 0) || ' ' || coalesce(sum(plans), 0) FROM pg_stat_statements
+            WHERE dbid = (SELECT oid FROM pg_database WHERE datname = 'blueskyd')
+                AND regexp_replace(query, '\\s+', ' ', 'g') LIKE '\(pattern)'
+            """, database: "blueskyd").split(separator: " ").compactMap { Int($0) }
+        return answer.count == 2 ? (answer[0], answer[1]) : (-1, -1)
     }
 
     /// Calls of the statements whose text matches `pattern` (SQL `LIKE`) since the last reset.
