@@ -66,9 +66,15 @@ public final class OutboundHTTP: HTTPFetching {
         } catch {
             throw .unreachable(Self.redacted(url), reason: String(describing: error))
         }
+        // The request and its connection on one event loop: async-http-client 1.37's pool traps
+        // ("a connection that we don't know was released") when a request's end is written
+        // from another loop, its answer has come, and the server closes the connection before
+        // the write's completion hops back (OutboundHTTPCloseRaceTests). On one loop the body and
+        // its end are written at once, and the completion comes before any close is read.
         let task = client.execute(
             request: prepared, delegate: ResponseAccumulator(request: prepared, maxBodySize: configuration.maxBodyBytes),
-            eventLoop: .indifferent, deadline: NIODeadline.now() + TimeAmount(timeout))
+            eventLoop: .delegateAndChannel(on: client.eventLoopGroup.next()),
+            deadline: NIODeadline.now() + TimeAmount(timeout))
         do {
             let response = try await withTaskCancellationHandler {
                 try await task.futureResult.get()

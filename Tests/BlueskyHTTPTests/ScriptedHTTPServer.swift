@@ -19,7 +19,11 @@ import Glibc
 /// - `/swallow-next`: 200, then the next request on that connection is read in full (and
 ///   counted) and the connection closed unanswered: the server may have acted on it;
 /// - `/reset-next`: as `/swallow-next`, but the connection is reset (RST) instead of closed;
-/// - `/hold`: 200, and the connection is kept for ``closeHeld()``.
+/// - `/hold`: 200, and the connection is kept for ``closeHeld()``;
+/// - `/answer-then-close`: 200 without `Connection: close`, then the connection closed (a
+///   server's idle close landing just after its answer);
+/// - `/answer-early-then-close`: as `/answer-then-close`, but answered on the head, and the
+///   connection closed once the request's body is in.
 ///
 /// Every request read in full is counted by method and target (``receipts(_:_:)``), so that
 /// a test can tell from this side how often a request arrived.
@@ -111,12 +115,17 @@ private final class ScriptedHandler: ChannelInboundHandler {
             }
             head = requestHead
             body = []
+            if requestHead.uri == "/answer-early-then-close" { answer(requestHead, context: context) }
         case .body(let chunk):
             body += chunk.readableBytesView
         case .end:
             guard let requestHead = head else { return }
             head = nil
             state.received.withLock { $0["\(requestHead.method.rawValue) \(requestHead.uri)", default: 0] += 1 }
+            if requestHead.uri == "/answer-early-then-close" {
+                context.close(promise: nil)
+                return
+            }
             if swallowNext || resetNext {
                 // A linger time of zero makes the close a reset.
                 let linger = resetNext ? (context.channel as? any SocketOptionProvider)?.setSoLinger(linger(l_onoff: 1, l_linger: 0)) : nil
@@ -173,7 +182,7 @@ private final class ScriptedHandler: ChannelInboundHandler {
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(string: text)))), promise: nil)
         let done = context.writeAndFlush(wrapOutboundOut(.end(nil)))
-        if request.uri == "/close" {
+        if request.uri == "/close" || request.uri == "/answer-then-close" {
             let channel = context.channel
             done.whenComplete { _ in channel.close(promise: nil) }
         }
