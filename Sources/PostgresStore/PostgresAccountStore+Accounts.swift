@@ -169,11 +169,7 @@ extension PostgresAccountStore {
             let channel = query.binds.count
             query.binds.append(ids)
             query.binds.append(ids.map { signer.payload(owner: leaseOwner, id: $0) })
-            query.sql = """
-                WITH changed AS (\(statement.sql) RETURNING \(columns))
-                SELECT changed.*, pg_notify($\(channel), n.payload) FROM changed
-                JOIN unnest($\(channel + 1)::uuid[], $\(channel + 2)::text[]) AS n (id, payload) ON n.id = changed.id
-                """
+            query.sql = Self.announcedOnOneChannel(statement.sql, returning: columns, channel: channel)
             return query
         }
         // A host holding two keys (a rekey while hosts run) announces on both channels; still
@@ -189,6 +185,17 @@ extension PostgresAccountStore {
                 WHERE n.id = changed.id) FROM changed
             """
         return query
+    }
+
+    /// `sql`, whose parameters end before `$channel`, with each row it changes announced on one
+    /// channel: `$channel` names it, `$channel + 1` and `$channel + 2` are the ids and their
+    /// payloads. `notifying` builds its one-channel form with it, the prepared save its text.
+    static func announcedOnOneChannel(_ sql: String, returning columns: String, channel: Int) -> String {
+        """
+        WITH changed AS (\(sql) RETURNING \(columns))
+        SELECT changed.*, pg_notify($\(channel), n.payload) FROM changed
+        JOIN unnest($\(channel + 1)::uuid[], $\(channel + 2)::text[]) AS n (id, payload) ON n.id = changed.id
+        """
     }
 
     /// The store error explaining why `record` would break a uniqueness rule, if it would.

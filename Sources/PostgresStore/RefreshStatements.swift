@@ -66,11 +66,7 @@ struct SaveRefreshedStatement: PostgresPreparedStatement {
         WHERE tenant = $11 AND id = $12 AND secrets_version = $13
         """
     /// What `notifying` makes of `update` for one channel.
-    static let sql = """
-        WITH changed AS (\(update) RETURNING secrets_version, id)
-        SELECT changed.*, pg_notify($14, n.payload) FROM changed
-        JOIN unnest($15::uuid[], $16::text[]) AS n (id, payload) ON n.id = changed.id
-        """
+    static let sql = PostgresAccountStore.announcedOnOneChannel(update, returning: "secrets_version, id", channel: 14)
     static let bindingDataTypes: [PostgresDataType] = [
         .bytea, .text, .float8, .float8, .float8, .text, .text, .text, .bytea, .text, .text, .uuid, .int8,
         .text, .uuidArray, .textArray,
