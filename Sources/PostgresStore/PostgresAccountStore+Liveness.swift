@@ -106,11 +106,17 @@ extension PostgresAccountStore {
     func forgetLiveness() async {
         let (tenant, me) = (settings.tenant, leaseOwner)
         // A mark, not a deletion: whichever of it and a late beat lands last, the mark stays.
-        _ = try? await write("saying this host stops") { session in
-            try await session.run("""
-                INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), -\(unescaped: Self.databaseNow))
-                ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
-                """)
+        do {
+            try await write("saying this host stops") { session in
+                try await session.run("""
+                    INSERT INTO blueskyd_host (tenant, owner, alive_until) VALUES (\(tenant), \(me), -\(unescaped: Self.databaseNow))
+                    ON CONFLICT (tenant, owner) DO UPDATE SET alive_until = excluded.alive_until
+                    """)
+            }
+        } catch {
+            // Nothing is lost: its leases wait for its last beat's liveness to run out instead.
+            logger.warning("this host's stop could not be recorded; other hosts take its accounts over once its last beat runs out", metadata: [
+                "error": "\(error)", "seconds": "\(Int(aliveFor))"])
         }
     }
 }

@@ -35,6 +35,8 @@ public final class PostgresAccountStore: AccountStore {
     let firstKey: String
     /// The key the tenant names, as last read (at start, at each beat).
     let tenantKey = Mutex<String?>(nil)
+    /// Whether `close` has begun: a second close (a caller's and its harness's) does nothing.
+    private let closing = Mutex(false)
     /// Rows per key, as last counted (`sealingKeysNow`), and whether a count is under way.
     let rowCounts = Mutex<RowCounts>(RowCounts())
     /// The tenant's NOTIFY channel and the signatures of its payloads, one per key this host
@@ -122,6 +124,7 @@ public final class PostgresAccountStore: AccountStore {
     }
 
     public func close() async {
+        guard closing.withLock({ (closing: inout Bool) -> Bool in defer { closing = true }; return !closing }) else { return }
         await listener.stop()
         await forgetLiveness()
         await database.close()
