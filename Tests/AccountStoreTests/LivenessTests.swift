@@ -17,6 +17,30 @@ struct LivenessTests {
             """, database: SharedTestDatabase.database)
     }
 
+    /// The end of the lease on `id` as the store holds it, if any.
+    static func leaseEnd(_ server: PostgresServer, of id: UUID) async throws -> Date? {
+        let text = try await server.run("SELECT lease_expires_at FROM account WHERE id = '\(id.uuidString.lowercased())'",
+                                        database: SharedTestDatabase.database)
+        return Double(text.trimmingCharacters(in: .whitespacesAndNewlines)).map(Date.init(timeIntervalSinceReferenceDate:))
+    }
+
+    /// B's claim on `id` once the lease on it has run out. On two busy cores the hosts' beats can
+    /// come more than 1.5 beats apart, which the store reads as the database away from every host:
+    /// it moves the lease on by the gap, as it should (a make test run held it past the 7 s this
+    /// test waits). A claim held only until that lease's end is made again once it has passed,
+    /// after `before` (B's beat, where the test gives one).
+    static func claimOnceTheLeaseRanOut(_ server: PostgresServer, _ b: PostgresAccountStore, id: UUID,
+                                        before: () async throws -> Void = {}) async throws -> RefreshClaim {
+        for _ in 0..<3 {
+            try await before()
+            let claimed = try await b.claimRefresh(id: id, expecting: 1, at: Date())
+            guard case .held(_, let until) = claimed, let end = try await leaseEnd(server, of: id),
+                  abs(end.timeIntervalSince(until)) < 0.001 else { return claimed }
+            try await Task.sleep(for: .seconds(max(0, until.timeIntervalSinceNow) + 0.2))
+        }
+        return try await b.claimRefresh(id: id, expecting: 1, at: Date())
+    }
+
     @Test("""
         a lease that ran out is not taken over while its holder says it is alive and keeps it (rotated tokens not saved \
         yet); it is once the holder stops
@@ -33,15 +57,16 @@ struct LivenessTests {
             let started = Date()
             #expect(try await a.claimRefresh(id: record.id, expecting: 1, at: started) == .granted(interruptedAt: nil))
             try await Task.sleep(for: .seconds(7))
-            let held = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
+            let held = try await Self.claimOnceTheLeaseRanOut(server, b, id: record.id)
             guard case .held(let holder, _) = held else { Issue.record("A lives: expected held, got \(held)"); return }
             #expect(holder == a.leaseOwner)
             // A stops (its liveness goes with it): B takes the account, told a refresh was left unfinished.
             await a.close()
             // B's own beat, as the daemon's B makes it: the database has not been away from every
             // host, however long A's close took on two busy cores (which made this test fail).
-            try await Self.beatNow(server, tenantOf: record.id)
-            let claimed = try await b.claimRefresh(id: record.id, expecting: 1, at: Date())
+            let claimed = try await Self.claimOnceTheLeaseRanOut(server, b, id: record.id) {
+                try await Self.beatNow(server, tenantOf: record.id)
+            }
             let mark = try await server.run("SELECT alive_until, extract(epoch FROM clock_timestamp()) - 978307200 FROM blueskyd_host WHERE owner = '\(a.leaseOwner)'",
                                             database: SharedTestDatabase.database)
             #expect(claimed == .granted(interruptedAt: started), "\(claimed); A's liveness and the clock: \(mark)")
