@@ -42,6 +42,9 @@ extension Testbed {
                                 errorName: error, html: html)
     }
 
+    /// How many of the failures injected for `nsid` have not been served yet.
+    public func pendingFailures(nsid: String) -> Int { context.failures.remaining(nsid: nsid) }
+
     /// Every session of the account ends: its refresh and access tokens stop working.
     public func revokeSessions(did: String) {
         context.accounts.account(did: did)?.data.withLock { $0.revokeAllSessions() }

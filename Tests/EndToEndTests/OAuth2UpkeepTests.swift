@@ -38,9 +38,17 @@ struct OAuth2UpkeepTests {
             #expect(testbed.mastodonStats.grants.refreshTokenReplays == 0)
 
             testbed.injectFailures(nsid: MastodonEndpoint.token.failureKey, status: 400, count: 1, error: "invalid_grant")
-            let ended = await fixture.rpcErrorName {
-                _ = try await fixture.daemon.call("accounts.refresh", ["account": .string(id), "force": true])
+            let forced = {
+                await fixture.rpcErrorName {
+                    _ = try await fixture.daemon.call("accounts.refresh", ["account": .string(id), "force": true])
+                }
             }
+            var ended = await forced()
+            // The state reads active once the recovery's tokens are saved, before its refresh ends
+            // (its profile read): a force then joins that refresh, as a refresh in flight is joined,
+            // and spends no token; the server's answer is still to come (a make test run met this).
+            if ended == nil, testbed.pendingFailures(nsid: MastodonEndpoint.token.failureKey) == 1 { ended = await forced() }
+            #expect(testbed.pendingFailures(nsid: MastodonEndpoint.token.failureKey) == 0)
             #expect(ended == "NeedsLogin")
             entry = try await Self.account(fixture, id)
             #expect(entry["state"] == "needs-login", "\(entry)")
