@@ -30,7 +30,7 @@ public struct StreamedAnswer: Sendable {
     public var status: Int
     /// Header names as the server sent them.
     public var headers: [(String, String)]
-    public var body: HTTPClientResponse.Body
+    public var body: AnswerBody
 
     /// The first value of header `name`, compared case-insensitively.
     public func header(_ name: String) -> String? {
@@ -67,31 +67,51 @@ extension OutboundHTTP {
     /// answer's head, its body still to be read.
     ///
     /// The deadline follows progress, not the clock alone: the upload must keep moving (no
-    /// `timeout` without a chunk read from it), and the head must come within `timeout` of the
-    /// upload's end (of the start, without one). Whoever reads the body bounds its stalls too.
+    /// `timeout` without a chunk read from it or taken by the connection), and the head must
+    /// come within `timeout` of the upload's end (of the start, without one). Whoever reads the
+    /// body bounds its stalls too.
+    ///
+    /// Both bodies are held a few chunks at a time, whatever the two sides' speeds: the exchange
+    /// runs on its connection's event loop, the upload's next chunk is read once the connection
+    /// has taken the last one (and has room for more), and the answer's next part is read from
+    /// the server once its reader has taken the ones before. (async-http-client's async API
+    /// hands each chunk to the loop without waiting for it, so a fast client and a busy loop
+    /// piled tens of megabytes of an upload up in memory: GatewayStreamingTests.)
     public func stream(_ request: OutboundRequest, upload: ChunkSource?, timeout: Duration) async throws(HTTPError)
         -> StreamedAnswer
     {
         let url = try configuration.policy.check(request.url)
-        var outbound = HTTPClientRequest(url: url.absoluteString)
-        outbound.method = HTTPMethod(rawValue: request.method)
-        for (name, value) in request.headers { outbound.headers.add(name: name, value: value) }
         let progress = ProgressMark()
-        if let upload {
-            let watched = ChunkSource(length: upload.length) {
-                var chunks = upload.makeAsyncIterator()
-                let chunk = try await chunks.next()
-                progress.touch()
-                return chunk
-            }
-            outbound.body = .stream(watched, length: upload.length.map { .known(Int64($0)) } ?? .unknown)
-        } else if let body = request.body {
-            outbound.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let (client, prepared) = (self.client, outbound)
+        let loop = client.eventLoopGroup.next()
+        let prepared: HTTPClient.Request
         do {
-            let answer = try await withThrowingTaskGroup(of: HTTPClientResponse?.self) { group in
-                group.addTask { try await client.execute(prepared, deadline: .distantFuture) }
+            var headers = HTTPHeaders()
+            for (name, value) in request.headers { headers.add(name: name, value: value) }
+            let body: HTTPClient.Body?
+            if let upload {
+                body = .stream(contentLength: upload.length.map { Int64($0) }) { writer in
+                    Self.pump(upload, into: writer, on: loop, progress: progress)
+                }
+            } else {
+                body = request.body.map { .bytes($0) }
+            }
+            prepared = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: request.method), headers: headers, body: body)
+        } catch {
+            throw .unreachable(Self.redacted(url), reason: String(describing: error))
+        }
+        let delegate = StreamedAnswerDelegate(loop: loop)
+        let body = delegate.makeBody()
+        let task = client.execute(request: prepared, delegate: delegate, eventLoop: .delegateAndChannel(on: loop))
+        delegate.started(task)
+        do {
+            let head = try await withThrowingTaskGroup(of: HTTPResponseHead?.self) { group in
+                group.addTask {
+                    try await withTaskCancellationHandler {
+                        try await delegate.head.futureResult.get()
+                    } onCancel: {
+                        task.cancel()
+                    }
+                }
                 group.addTask {
                     // Wakes four times per timeout: a stall is noticed within 1.25 timeouts.
                     while true {
@@ -102,9 +122,11 @@ extension OutboundHTTP {
                 defer { group.cancelAll() }
                 return try await group.next() ?? nil
             }
-            guard let answer else { throw HTTPError.timedOut(Self.redacted(url)) }
-            return StreamedAnswer(status: Int(answer.status.code), headers: answer.headers.map { ($0.name, $0.value) },
-                                  body: answer.body)
+            guard let head else {
+                task.cancel()
+                throw HTTPError.timedOut(Self.redacted(url))
+            }
+            return StreamedAnswer(status: Int(head.status.code), headers: head.headers.map { ($0.name, $0.value) }, body: body)
         } catch let error as HTTPError {
             throw error
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .connectTimeout || error == .readTimeout {
@@ -112,6 +134,24 @@ extension OutboundHTTP {
         } catch {
             throw .unreachable(Self.redacted(url), reason: String(describing: error))
         }
+    }
+
+    /// Writes `upload` chunk by chunk, each read once the connection has taken the one before.
+    private static func pump(_ upload: ChunkSource, into writer: HTTPClient.Body.StreamWriter, on loop: any EventLoop,
+                             progress: ProgressMark) -> EventLoopFuture<Void>
+    {
+        let done = loop.makePromise(of: Void.self)
+        done.completeWithTask {
+            var chunks = upload.makeAsyncIterator()
+            while let chunk = try await chunks.next() {
+                progress.touch()
+                // Completes on the connection's loop once the write is handed to the connection,
+                // or, while it is not writable, once it is again.
+                try await writer.write(.byteBuffer(chunk)).get()
+                progress.touch()
+            }
+        }
+        return done.futureResult
     }
 }
 
@@ -126,9 +166,9 @@ extension ChunkSource {
 /// One reader's iterator, shared by reference so that a `ChunkSource` can pull from it.
 private final class BodyReader: @unchecked Sendable {
     // Read by one consumer at a time (the writer of the answer), never concurrently.
-    private var iterator: HTTPClientResponse.Body.AsyncIterator
+    private var iterator: AnswerBody.AsyncIterator
 
-    init(_ iterator: HTTPClientResponse.Body.AsyncIterator) {
+    init(_ iterator: AnswerBody.AsyncIterator) {
         self.iterator = iterator
     }
 

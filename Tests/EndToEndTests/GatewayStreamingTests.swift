@@ -50,8 +50,11 @@ struct GatewayStreamingTests {
             #expect(digests.count == 2 && digests[0] == digests[1], "the bytes came back unchanged: \(sums.stdout)")
 
             let after = try #require(Self.memory(pid: fixture.daemon.pid))
-            // Held whole, either way would lift the peak by the blob's 95 MiB at least.
-            #expect(after.peak < before.rss + 40 * 1024,
+            // Held whole, either way would lift the peak by the blob's 95 MiB at least. Each side is
+            // held a few chunks at a time: the peak rose by 2 to 4 MiB in six runs. Before the
+            // upload waited for its connection to take each chunk, a fast client and a busy loop
+            // lifted it by 13 to 93 MiB.
+            #expect(after.peak < before.rss + 16 * 1024,
                     "peak \(after.peak / 1024) MiB after, RSS \(before.rss / 1024) MiB before (peak before \(before.peak / 1024) MiB)")
         }
     }
