@@ -89,9 +89,11 @@ public enum SharedStoreHosts {
     }
 
     /// Starts host `index` in `<directory>/host<index>` with the shared key and configuration.
+    /// `readyTimeout` is a ceiling, not a figure: a debug build loading a tenant of 30,000 rows
+    /// while other end-to-end suites share the two cores took more than 30 s.
     public static func startHost(_ index: Int, in directory: String, keyHex: String, config: String, testbed: Testbed?,
                                  extraArguments: [String] = [], logLevel: String = "info",
-                                 readyTimeout: Duration = .seconds(30)) async throws -> DaemonProcess {
+                                 readyTimeout: Duration = .seconds(90)) async throws -> DaemonProcess {
         let hostDirectory = directory + "/host\(index)"
         try provisionKey(keyHex, stateDirectory: hostDirectory + "/state")
         return try await DaemonProcess(directory: hostDirectory, testbed: testbed,

@@ -39,6 +39,8 @@ struct OAuth2GrantBook: Sendable {
     private(set) var refreshTokens: [String: Grant] = [:]
     /// Refresh tokens already used, kept to tell a replay from a stranger.
     private var spentRefreshTokens: Set<String> = []
+    /// Spent refresh tokens presented again at least once.
+    private var replayedRefreshTokens: Set<String> = []
     private(set) var stats = OAuth2Stats()
 
     static let invalidGrant = OAuthFailure.invalidGrant(
@@ -66,7 +68,10 @@ struct OAuth2GrantBook: Sendable {
     /// The grant of `refreshToken`, which is spent: a second use is a replay.
     mutating func spend(refreshToken: String, clientID: String) throws(OAuthFailure) -> Grant {
         guard let grant = refreshTokens[refreshToken], grant.clientID == clientID else {
-            if spentRefreshTokens.contains(refreshToken) { stats.refreshTokenReplays += 1 }
+            if spentRefreshTokens.contains(refreshToken) {
+                stats.refreshTokenReplays += 1
+                if replayedRefreshTokens.insert(refreshToken).inserted { stats.refreshTokensReplayed += 1 }
+            }
             throw Self.invalidGrant
         }
         refreshTokens[refreshToken] = nil
@@ -139,7 +144,11 @@ public struct OAuth2Stats: Sendable, Equatable {
     public var authorizations = 0
     public var codeExchanges = 0
     public var refreshes = 0
+    /// Presentations of a spent refresh token.
     public var refreshTokenReplays = 0
+    /// Distinct spent refresh tokens presented again: a client that replays one token twice
+    /// (it crashed before recording the first replay's refusal) counts once here.
+    public var refreshTokensReplayed = 0
     public var revocations = 0
     public var authenticatedCalls = 0
     public var rejectedCalls = 0
