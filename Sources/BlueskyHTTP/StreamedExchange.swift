@@ -83,6 +83,7 @@ extension OutboundHTTP {
         let url = try configuration.policy.check(request.url)
         let progress = ProgressMark()
         let loop = client.eventLoopGroup.next()
+        let delegate = StreamedAnswerDelegate(loop: loop)
         let prepared: HTTPClient.Request
         do {
             var headers = HTTPHeaders()
@@ -90,16 +91,16 @@ extension OutboundHTTP {
             let body: HTTPClient.Body?
             if let upload {
                 body = .stream(contentLength: upload.length.map { Int64($0) }) { writer in
-                    Self.pump(upload, into: writer, on: loop, progress: progress)
+                    Self.pump(upload, into: writer, through: delegate, progress: progress)
                 }
             } else {
                 body = request.body.map { .bytes($0) }
             }
             prepared = try HTTPClient.Request(url: url, method: HTTPMethod(rawValue: request.method), headers: headers, body: body)
         } catch {
+            delegate.abandon(error)
             throw .unreachable(Self.redacted(url), reason: String(describing: error))
         }
-        let delegate = StreamedAnswerDelegate(loop: loop)
         let body = delegate.makeBody()
         let task = client.execute(request: prepared, delegate: delegate, eventLoop: .delegateAndChannel(on: loop))
         delegate.started(task)
@@ -136,18 +137,17 @@ extension OutboundHTTP {
         }
     }
 
-    /// Writes `upload` chunk by chunk, each read once the connection has taken the one before.
-    private static func pump(_ upload: ChunkSource, into writer: HTTPClient.Body.StreamWriter, on loop: any EventLoop,
-                             progress: ProgressMark) -> EventLoopFuture<Void>
+    /// Writes `upload` chunk by chunk, each read once the connection has taken the one before
+    /// (at once while it has room), until the upload ends or the exchange does.
+    private static func pump(_ upload: ChunkSource, into writer: HTTPClient.Body.StreamWriter,
+                             through delegate: StreamedAnswerDelegate, progress: ProgressMark) -> EventLoopFuture<Void>
     {
-        let done = loop.makePromise(of: Void.self)
+        let done = delegate.loop.makePromise(of: Void.self)
         done.completeWithTask {
             var chunks = upload.makeAsyncIterator()
             while let chunk = try await chunks.next() {
                 progress.touch()
-                // Completes on the connection's loop once the write is handed to the connection,
-                // or, while it is not writable, once it is again.
-                try await writer.write(.byteBuffer(chunk)).get()
+                try await delegate.write(chunk, with: writer).get()
                 progress.touch()
             }
         }

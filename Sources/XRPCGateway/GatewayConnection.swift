@@ -126,8 +126,10 @@ final class RequestParts: @unchecked Sendable {
     // Never read concurrently: the connection waits for its handler, which owns the reads of a
     // streamed body until the answer is written.
     private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    /// True between messages: the last request's end was read.
-    private(set) var atMessageEnd = true
+    /// True between messages: the last request's end was read. Atomic: the connection reads it
+    /// once the answer is written, while an upload's reader may still be waiting on the client.
+    private let messageEnded = Atomic(true)
+    var atMessageEnd: Bool { messageEnded.load(ordering: .acquiring) }
 
     init(_ iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator) {
         self.iterator = iterator
@@ -137,8 +139,8 @@ final class RequestParts: @unchecked Sendable {
     func next() async throws -> HTTPServerRequestPart? {
         let part = try await iterator.next()
         switch part {
-        case .head: atMessageEnd = false
-        case .end: atMessageEnd = true
+        case .head: messageEnded.store(false, ordering: .releasing)
+        case .end: messageEnded.store(true, ordering: .releasing)
         case .body, nil: break
         }
         return part

@@ -23,7 +23,10 @@ import Glibc
 /// - `/answer-then-close`: 200 without `Connection: close`, then the connection closed (a
 ///   server's idle close landing just after its answer);
 /// - `/answer-early-then-close`: as `/answer-then-close`, but answered on the head, and the
-///   connection closed once the request's body is in.
+///   connection closed once the request's body is in;
+/// - `/refuse-unread`: 413 300 ms after the head, and nothing more read from the connection (kept open):
+///   a server refusing an upload it will not take;
+/// - `/stall-unread`: nothing answered and nothing more read (kept open).
 ///
 /// Every request read in full is counted by method and target (``receipts(_:_:)``), so that
 /// a test can tell from this side how often a request arrived.
@@ -116,6 +119,23 @@ private final class ScriptedHandler: ChannelInboundHandler {
             head = requestHead
             body = []
             if requestHead.uri == "/answer-early-then-close" { answer(requestHead, context: context) }
+            if requestHead.uri == "/refuse-unread" || requestHead.uri == "/stall-unread" {
+                let channel = context.channel
+                state.held.withLock { $0.append(channel) }
+                channel.setOption(.autoRead, value: false).whenComplete { _ in }
+                if requestHead.uri == "/refuse-unread" {
+                    // Once the client's upload has filled the connection's buffers and waits.
+                    let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+                    context.eventLoop.scheduleTask(in: .milliseconds(300)) {
+                        let (handler, context) = loopBound.value
+                        let text = context.channel.allocator.buffer(string: "too large")
+                        context.write(handler.wrapOutboundOut(.head(HTTPResponseHead(
+                            version: .http1_1, status: .payloadTooLarge, headers: ["Content-Length": "9"]))), promise: nil)
+                        context.write(handler.wrapOutboundOut(.body(.byteBuffer(text))), promise: nil)
+                        context.writeAndFlush(handler.wrapOutboundOut(.end(nil)), promise: nil)
+                    }
+                }
+            }
         case .body(let chunk):
             body += chunk.readableBytesView
         case .end:
