@@ -155,7 +155,7 @@ struct StalledAnswerTests {
         let stalled = try #require(fixture.testbed.lastShapedAnswerServed(at: target), "\(what): the stalled answer was served")
         let took = ended - stalled
         #expect(took < .seconds(Self.timeout + Self.slack),
-                "\(what) gave up \(took) after the stalled answer began (\(ended - started) after the operation began)")
+                "\(what) gave up \(took) after the stalled answer began (\(ended - started) after the operation began): \(failure.map { "\($0)" } ?? "no error"); the daemon's log: \(fixture.daemon.log.suffix(4000))")
         #expect(calls >= 3, "\(what): calls for another account went on (\(calls))")
     }
 }
