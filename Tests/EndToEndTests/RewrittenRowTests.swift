@@ -23,7 +23,8 @@ struct RewrittenRowTests {
             config.accessTokenLifetime = .seconds(3600)
             config.oauthAccessTokenLifetime = .seconds(3600)
         }
-        // pds.tb63.test and auth.tb63.test resolve to 127.0.0.63 in the hermetic network.
+        // pds.tb63.test and auth.tb63.test resolve to 127.0.0.63 in the hermetic network, a slot
+        // no testbed takes (SharedStoreDeadServerTests holds 64).
         let intruder = try await BlackHole.start(host: "127.0.0.63", port: 443)
         var host: DaemonProcess?
         var seeding: SeededSharedStore?

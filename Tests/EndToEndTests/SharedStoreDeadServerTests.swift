@@ -21,9 +21,10 @@ struct SharedStoreDeadServerTests {
         let testbed = try await Testbed.startInHermeticNetwork(directory: directory.file("testbed")) { config in
             config.oauthAccessTokenLifetime = .seconds(3600)
         }
-        // auth.tb63.test resolves to 127.0.0.63 in the hermetic network: nothing answers there.
-        let blackHole = try await BlackHole.start(host: "127.0.0.63", port: 443)
-        let deadIssuer = "https://auth.tb63.test"
+        // auth.tb64.test resolves to 127.0.0.64 in the hermetic network, a slot no testbed takes
+        // (RewrittenRowTests holds 63): nothing answers there but this black hole.
+        let blackHole = try await BlackHole.start(host: "127.0.0.64", port: 443)
+        let deadIssuer = "https://auth.tb64.test"
         var hosts: [DaemonProcess] = []
         var seeding: SeededSharedStore?
         try await withTearDown {
