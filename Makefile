@@ -74,9 +74,9 @@ test: deps
 	# runs real daemons against its own testbed (a free 127.0.0.N each, its own PostgreSQL and
 	# dnsmasq ports), so they can run together, and most of their time is spent waiting on the
 	# clock. Three at once took 335 to 502 s instead of 863 s on this 2-core machine; of the
-	# tests the load broke, two are mended, but in one run of four a login whose PAR stalled gave
-	# up after 16 s instead of 6 (unexplained; its message now carries the daemon's log): not the
-	# default until every one holds under load.
+	# tests that failed there, three are mended, but in one run of six a login whose PAR stalled
+	# gave up after 16 s instead of 6 (unexplained; its message now carries the daemon's log):
+	# not the default until every one holds under load.
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --skip EndToEndTests \
 		--experimental-maximum-parallelization-width 6
 	BLUESKYD_BIN_DIR="$(DEBUG_BIN)" scripts/hermetic-run $(SWIFT) test --skip-build --filter EndToEndTests \
