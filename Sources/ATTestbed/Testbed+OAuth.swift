@@ -55,7 +55,7 @@ extension Testbed {
     /// How many of the failures injected for `endpoint` have not been served yet: 0 once a client
     /// met the whole burst.
     public func pendingOAuthFailures(endpoint: OAuthEndpoint) -> Int {
-        context.failures.remaining(nsid: endpoint.failureKey)
+        pendingFailures(nsid: endpoint.failureKey)
     }
 
     /// The account the authorize endpoint approves when a request has no `login_hint` (nil:

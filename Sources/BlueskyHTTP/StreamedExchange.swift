@@ -123,10 +123,8 @@ extension OutboundHTTP {
                 defer { group.cancelAll() }
                 return try await group.next() ?? nil
             }
-            guard let head else {
-                task.cancel()
-                throw HTTPError.timedOut(Self.redacted(url))
-            }
+            // A stall: the group's cancelling the head's wait has cancelled the exchange.
+            guard let head else { throw HTTPError.timedOut(Self.redacted(url)) }
             return StreamedAnswer(status: Int(head.status.code), headers: head.headers.map { ($0.name, $0.value) }, body: body)
         } catch let error as HTTPError {
             throw error

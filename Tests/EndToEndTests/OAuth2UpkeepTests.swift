@@ -44,9 +44,9 @@ struct OAuth2UpkeepTests {
                 }
             }
             var ended = await forced()
-            // The state reads active once the recovery's tokens are saved, before its refresh ends
-            // (its profile read): a force then joins that refresh, as a refresh in flight is joined,
-            // and spends no token; the server's answer is still to come (a make test run met this).
+            // The state reads active once the recovery's rotated tokens are applied, before their
+            // save ends: a force then joins that refresh, as a refresh in flight is joined, and
+            // spends no token; the injected answer is still to come (a make test run met this).
             if ended == nil, testbed.pendingFailures(nsid: MastodonEndpoint.token.failureKey) == 1 { ended = await forced() }
             #expect(testbed.pendingFailures(nsid: MastodonEndpoint.token.failureKey) == 0)
             #expect(ended == "NeedsLogin")
